@@ -1,0 +1,2 @@
+// Placeholder: the bwrap argv parser.
+#pragma once

@@ -1,0 +1,40 @@
+# Finds the Debian-packaged dependencies and exposes them as sbx::* interface targets.
+# The static archives are preferred: a sandbox launcher pays for every shared object it
+# loads on each start (see docs/performance.md), so only glibc stays dynamic.
+find_package(PkgConfig REQUIRED)
+find_package(fmt REQUIRED)
+find_package(CLI11 REQUIRED)
+
+pkg_check_modules(SBX_NL REQUIRED libnl-3.0 libnl-route-3.0)
+
+function(sbx_static_or_shared out_var)
+  # ARGN: library base names; picks lib<name>.a when present, else the shared one.
+  set(libs "")
+  foreach(name IN LISTS ARGN)
+    find_library(SBX_LIB_${name} NAMES lib${name}.a ${name} REQUIRED)
+    list(APPEND libs ${SBX_LIB_${name}})
+  endforeach()
+  set(${out_var} ${libs} PARENT_SCOPE)
+endfunction()
+
+sbx_static_or_shared(sbx_cap_libs cap)
+sbx_static_or_shared(sbx_seccomp_libs seccomp)
+sbx_static_or_shared(sbx_nl_libs nl-route-3 nl-3)
+
+add_library(sbx_dep_cap INTERFACE)
+target_link_libraries(sbx_dep_cap INTERFACE ${sbx_cap_libs})
+add_library(sbx::cap ALIAS sbx_dep_cap)
+
+add_library(sbx_dep_seccomp INTERFACE)
+target_link_libraries(sbx_dep_seccomp INTERFACE ${sbx_seccomp_libs})
+add_library(sbx::seccomp ALIAS sbx_dep_seccomp)
+
+add_library(sbx_dep_nl INTERFACE)
+target_include_directories(sbx_dep_nl SYSTEM INTERFACE ${SBX_NL_INCLUDE_DIRS})
+target_link_libraries(sbx_dep_nl INTERFACE ${sbx_nl_libs} pthread m)
+add_library(sbx::nl ALIAS sbx_dep_nl)
+
+# fmt header-only: no libfmt.so to load at start-up.
+add_library(sbx_dep_fmt INTERFACE)
+target_link_libraries(sbx_dep_fmt INTERFACE fmt::fmt-header-only)
+add_library(sbx::fmt ALIAS sbx_dep_fmt)

@@ -1,0 +1,154 @@
+// SandboxSpec: what the user asked for, as plain data. The bwrap command-line parser
+// (cli/bwrap_parser) and the `run` command both produce one; nothing else does. It holds
+// no decisions that depend on the host: those are made by the plan compiler.
+//
+// Filesystem and hostname requests are kept as an ordered list of SpecOps, exactly in
+// command-line order, because bwrap executes them in that order and later ops see the
+// results of earlier ones.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "runtime/base/error.h"
+
+namespace sbx::runtime {
+
+struct HostFacts;
+
+// --bind/--ro-bind/--dev-bind and their -try forms.
+struct BindOp {
+  std::string source;  // host path, as given (relative = relative to the caller's cwd)
+  std::string dest;    // sandbox path
+  bool read_only = false;
+  bool allow_devices = false;  // --dev-bind: do not add nodev
+  bool skip_missing = false;   // -try: ENOENT on the source skips the op
+};
+// --bind-fd/--ro-bind-fd: source is an inherited O_PATH or directory fd.
+struct BindFdOp {
+  int fd = -1;
+  std::string dest;
+  bool read_only = false;
+};
+struct RemountRoOp {
+  std::string dest;
+};
+struct ProcOp {
+  std::string dest;
+};
+struct DevOp {
+  std::string dest;
+};
+struct TmpfsOp {
+  std::string dest;
+  std::optional<mode_t> perms;     // --perms; default 0755
+  std::optional<uint64_t> size;    // --size in bytes; default: the kernel's
+};
+struct MqueueOp {
+  std::string dest;
+};
+struct DirOp {
+  std::string dest;
+  std::optional<mode_t> perms;  // default 0755; an existing directory keeps its mode
+};
+// --file FD DEST: create DEST and copy FD's content into it.
+struct FileOp {
+  int fd = -1;
+  std::string dest;
+  std::optional<mode_t> perms;  // default 0666
+};
+// --bind-data/--ro-bind-data FD DEST.
+struct BindDataOp {
+  int fd = -1;
+  std::string dest;
+  bool read_only = false;
+  std::optional<mode_t> perms;  // default 0600
+};
+struct SymlinkOp {
+  std::string target;  // not resolved
+  std::string dest;
+};
+struct ChmodOp {
+  std::string path;
+  mode_t mode = 0;
+};
+struct SetHostnameOp {
+  std::string hostname;
+};
+// --overlay/--tmp-overlay/--ro-overlay with the --overlay-src layers queued before it.
+struct OverlayOp {
+  enum class Mode { kReadWrite, kTemporary, kReadOnly };
+  Mode mode = Mode::kReadWrite;
+  std::vector<std::string> lower_sources;  // in command-line order: first = bottom layer
+  std::string upper;                       // kReadWrite only (host path)
+  std::string work;                        // kReadWrite only (host path)
+  std::string dest;
+};
+
+using SpecOp = std::variant<BindOp, BindFdOp, RemountRoOp, ProcOp, DevOp, TmpfsOp, MqueueOp,
+                            DirOp, FileOp, BindDataOp, SymlinkOp, ChmodOp, SetHostnameOp,
+                            OverlayOp>;
+
+// --cap-add/--cap-drop, applied in order to the default set (see plan compiler).
+struct CapChange {
+  enum class Kind { kAdd, kDrop };
+  Kind kind = Kind::kAdd;
+  std::optional<int> cap;  // nullopt means ALL
+};
+
+struct SandboxSpec {
+  // Namespaces, as the final state of bwrap's order-sensitive flags.
+  bool unshare_user = false;
+  bool unshare_user_try = false;
+  bool unshare_ipc = false;
+  bool unshare_pid = false;
+  bool unshare_net = false;
+  bool unshare_uts = false;
+  bool unshare_cgroup = false;
+  bool unshare_cgroup_try = false;
+  std::optional<int> userns_fd;   // --userns
+  std::optional<int> userns2_fd;  // --userns2
+  std::optional<int> pidns_fd;    // --pidns
+  bool disable_userns = false;
+  bool assert_userns_disabled = false;
+
+  std::optional<uid_t> uid;
+  std::optional<gid_t> gid;
+
+  std::vector<SpecOp> ops;  // command-line order
+
+  std::optional<std::string> chdir;
+  // The command's final environment ("NAME=VALUE"), after --setenv/--unsetenv/--clearenv
+  // were applied in order to the caller's environment. PWD is added at exec time.
+  std::vector<std::string> env;
+
+  std::vector<CapChange> cap_changes;  // command-line order
+
+  bool new_session = false;
+  bool die_with_parent = false;
+  bool as_pid_1 = false;
+
+  std::optional<int> info_fd;
+  std::optional<int> json_status_fd;
+  std::optional<int> sync_fd;
+  std::optional<int> block_fd;
+  std::optional<int> userns_block_fd;
+  std::optional<int> seccomp_fd;  // --seccomp: read in the child after setup
+  // --add-seccomp-fd programs, read at parse time (raw struct sock_filter arrays).
+  std::vector<std::vector<uint8_t>> seccomp_programs;
+  std::vector<std::string> lock_files;  // sandbox paths
+
+  std::optional<std::string> argv0;
+  std::vector<std::string> command;  // command[0] is looked up in env's PATH
+};
+
+// The order-dependent cross-option checks bwrap makes after parsing (bwrap-reference §5),
+// with bwrap's messages. Returns Error::Usage() when no COMMAND was given.
+base::Status ValidateSpec(const SandboxSpec& spec, const HostFacts& host);
+
+}  // namespace sbx::runtime
