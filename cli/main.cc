@@ -1,0 +1,56 @@
+// ateam-sandbox: the sandbox runtime for coding agents. Invoked as `bwrap` it is a
+// drop-in bubblewrap; otherwise the first argument names the subcommand.
+#include <unistd.h>
+
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/bwrap_command.h"
+
+namespace {
+
+constexpr std::string_view kUsage =
+    "usage: ateam-sandbox COMMAND [ARGS...]\n"
+    "\n"
+    "Commands:\n"
+    "  bwrap ARGS...   run a sandbox from a bubblewrap command line (also: invoke as `bwrap`)\n"
+    "  --version       print the version\n"
+    "  --help          print this help\n";
+
+std::string_view BaseName(std::string_view path) {
+  auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string_view argv0 = argc > 0 ? argv[0] : "ateam-sandbox";
+  // Nothing here may run with more privilege than its caller: a setuid install would
+  // hand the caller's choice of mounts to root (bwrap's setuid CVE history).
+  if (::getuid() != ::geteuid() || ::getgid() != ::getegid()) {
+    fmt::print(stderr, "{}: refusing to run setuid or setgid\n",
+               BaseName(argv0) == "bwrap" ? "bwrap" : "ateam-sandbox");
+    return 1;
+  }
+  if (BaseName(argv0) == "bwrap") return sbx::cli::RunBwrapCommand(argv0, args);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    fmt::print(args.empty() ? stderr : stdout, "{}", kUsage);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    fmt::print("ateam-sandbox 0.1.0\n");
+    return 0;
+  }
+  if (args[0] == "bwrap") {
+    return sbx::cli::RunBwrapCommand("bwrap", std::span<const std::string>(args).subspan(1));
+  }
+  fmt::print(stderr, "ateam-sandbox: unknown command '{}' (see ateam-sandbox --help)\n", args[0]);
+  return 2;
+}

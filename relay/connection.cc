@@ -1,0 +1,242 @@
+#include "relay/connection.h"
+
+#include <sys/epoll.h>
+
+#include <cerrno>
+
+namespace sbx::relay {
+namespace {
+
+// Edge-triggered, both directions, registered once: the Flows track readiness themselves, so
+// a connection costs no epoll_ctl call after it is set up.
+constexpr uint32_t kSocketEvents = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+
+EndReason DialFailureReason(int err) {
+  switch (err) {
+    case ECONNREFUSED:
+    case ENOENT:  // a Unix target path with nothing bound to it
+      return EndReason::kUpstreamRefused;
+    case ETIMEDOUT:
+      return EndReason::kUpstreamTimeout;
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case ENETDOWN:
+    case EHOSTDOWN:
+      return EndReason::kUpstreamUnreachable;
+    case EMFILE:
+    case ENFILE:
+    case ENOBUFS:
+    case ENOMEM:
+    case EAGAIN:  // a Unix target whose backlog is full
+      return EndReason::kLimit;
+    default:
+      return EndReason::kUpstreamError;
+  }
+}
+
+}  // namespace
+
+std::string_view EndReasonName(EndReason reason) {
+  switch (reason) {
+    case EndReason::kClosed:
+      return "closed";
+    case EndReason::kProbe:
+      return "probe";
+    case EndReason::kUpstreamRefused:
+      return "upstream-refused";
+    case EndReason::kUpstreamTimeout:
+      return "upstream-timeout";
+    case EndReason::kUpstreamUnreachable:
+      return "upstream-unreachable";
+    case EndReason::kUpstreamError:
+      return "upstream-error";
+    case EndReason::kReset:
+      return "reset";
+    case EndReason::kIdleTimeout:
+      return "idle-timeout";
+    case EndReason::kLimit:
+      return "limit";
+    case EndReason::kShutdown:
+      return "shutdown";
+  }
+  return "unknown";
+}
+
+Connection::Connection(const ConnectionConfig& config, base::UniqueFd downstream)
+    : loop_(config.loop),
+      target_(config.target),
+      limits_(config.limits),
+      owner_(config.owner),
+      down_(this, /*upstream=*/false),
+      up_(this, /*upstream=*/true),
+      upward_(config.limits->buffer_bytes),
+      downward_(config.limits->buffer_bytes),
+      last_activity_(EventLoop::Clock::now()),
+      started_(last_activity_),
+      started_wall_(std::chrono::system_clock::now()) {
+  down_.fd = std::move(downstream);
+  down_.io.fd = down_.fd.get();
+}
+
+Connection::~Connection() {
+  // Normally the connection was closed (and so unregistered) long before; this covers a
+  // connection dropped without Close, so the loop keeps no pointer into a dead object.
+  if (state_ == State::kClosed) return;
+  loop_->CancelTimer(timer_);
+  if (down_.fd) loop_->Unwatch(down_.fd.get());
+  if (up_.fd) loop_->Unwatch(up_.fd.get());
+}
+
+base::Status Connection::Start() {
+  if (auto watched = loop_->Watch(down_.fd.get(), kSocketEvents, &down_); !watched) {
+    return watched;
+  }
+  ArmTimer();
+  return {};
+}
+
+void Connection::Abort(EndReason reason) { Close(reason, 0, CloseMode::kReset); }
+
+void Connection::Side::OnIoEvents(uint32_t events) {
+  // A later event of the batch in which the pair closed: nothing left to do.
+  if (connection_->closed()) return;
+  if (upstream_) {
+    connection_->OnUpstreamEvents(events);
+    return;
+  }
+  // Errors and hang-ups count as ready: the next read or write reports what happened.
+  if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) io.readable = true;
+  if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) io.writable = true;
+  connection_->OnDownstreamEvents();
+}
+
+void Connection::OnDownstreamEvents() {
+  switch (state_) {
+    case State::kAwaitingData:
+      upward_.Fill(down_.io);
+      if (upward_.error() != 0) {
+        Close(EndReason::kProbe, upward_.error(), CloseMode::kReset);
+      } else if (upward_.buffered() > 0) {
+        last_activity_ = loop_->Now();
+        Dial();
+      } else if (upward_.eof()) {
+        Close(EndReason::kProbe, 0, CloseMode::kGraceful);  // connect and close: a probe
+      }
+      return;
+    case State::kConnecting:
+      // Keep buffering (bounded) until the dial completes; an EOF waits in the Flow.
+      upward_.Fill(down_.io);
+      if (upward_.error() != 0) Close(EndReason::kReset, upward_.error(), CloseMode::kReset);
+      return;
+    case State::kOpen:
+      Pump();
+      return;
+    case State::kClosed:
+      return;
+  }
+}
+
+void Connection::OnUpstreamEvents(uint32_t events) {
+  if (state_ == State::kConnecting) {
+    FinishConnect(events);
+    return;
+  }
+  if ((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) up_.io.readable = true;
+  if ((events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) up_.io.writable = true;
+  Pump();
+}
+
+void Connection::Dial() {
+  dialed_ = true;
+  auto fd = target_->ConnectNonBlocking();
+  if (!fd) {
+    int err = fd.error().err();
+    Close(DialFailureReason(err), err, CloseMode::kReset);
+    return;
+  }
+  up_.fd = std::move(*fd);
+  up_.io.fd = up_.fd.get();
+  state_ = State::kConnecting;
+  if (auto watched = loop_->Watch(up_.io.fd, kSocketEvents, &up_); !watched) {
+    Close(EndReason::kUpstreamError, watched.error().err(), CloseMode::kReset);
+    return;
+  }
+  // The idle timer gives way to the connect timer until the dial completes.
+  loop_->CancelTimer(timer_);
+  timer_ = loop_->AddTimer(limits_->connect_timeout, [this] { OnTimer(); });
+}
+
+void Connection::FinishConnect(uint32_t events) {
+  // The first event after a non-blocking connect: SO_ERROR says whether it worked.
+  if (int err = TakeSocketError(up_.io.fd); err != 0) {
+    Close(DialFailureReason(err), err, CloseMode::kReset);
+    return;
+  }
+  state_ = State::kOpen;
+  if (target_->is_tcp()) SetNoDelay(up_.io.fd);
+  loop_->CancelTimer(timer_);
+  last_activity_ = loop_->Now();
+  ArmTimer();
+  up_.io.writable = true;
+  up_.io.readable = (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+  Pump();
+}
+
+void Connection::Pump() {
+  bool moved = upward_.Pump(down_.io, up_.io);
+  moved = downward_.Pump(up_.io, down_.io) || moved;
+  if (moved) last_activity_ = loop_->Now();
+  int err = upward_.error() != 0 ? upward_.error() : downward_.error();
+  if (err != 0) {
+    Close(EndReason::kReset, err, CloseMode::kReset);
+  } else if (upward_.finished() && downward_.finished()) {
+    Close(EndReason::kClosed, 0, CloseMode::kGraceful);
+  }
+}
+
+void Connection::ArmTimer() {
+  timer_ = loop_->AddTimer(limits_->idle_timeout, [this] { OnTimer(); });
+}
+
+void Connection::OnTimer() {
+  timer_ = {};  // it has fired
+  if (state_ == State::kConnecting) {
+    Close(EndReason::kUpstreamTimeout, ETIMEDOUT, CloseMode::kReset);
+    return;
+  }
+  // The timer is not moved on every byte (that would cost a map update per read); it fires
+  // once per idle period and re-arms for what is left when there was activity meanwhile.
+  auto idle_for = EventLoop::Clock::now() - last_activity_;
+  if (idle_for >= limits_->idle_timeout) {
+    Close(EndReason::kIdleTimeout, 0, CloseMode::kGraceful);
+    return;
+  }
+  timer_ = loop_->AddTimer(limits_->idle_timeout - idle_for, [this] { OnTimer(); });
+}
+
+void Connection::Close(EndReason reason, int err, CloseMode mode) {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  loop_->CancelTimer(timer_);
+  for (Side* side : {&down_, &up_}) {
+    if (!side->fd) continue;
+    loop_->Unwatch(side->fd.get());
+    if (mode == CloseMode::kReset) SetResetOnClose(side->fd.get());
+    side->fd.reset();
+    side->io = SocketState{};
+  }
+  upward_.Release();
+  downward_.Release();
+  ConnectionRecord record;
+  record.start = started_wall_;
+  record.duration =
+      std::chrono::duration_cast<std::chrono::milliseconds>(EventLoop::Clock::now() - started_);
+  record.bytes_up = upward_.bytes_written();
+  record.bytes_down = downward_.bytes_written();
+  record.end = reason;
+  record.err = err;
+  record.dialed = dialed_;
+  owner_->OnConnectionClosed(this, record);
+}
+
+}  // namespace sbx::relay

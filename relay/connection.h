@@ -1,0 +1,135 @@
+// Connection: one relayed client connection, two Flows between a downstream socket (the one
+// the relay accepted) and an upstream socket (the one it dials).
+//
+// Lifecycle:
+//   kAwaitingData  accepted; only the downstream is watched. The upstream is dialled LAZILY,
+//                  when the first byte arrives: a connect-and-close readiness probe (the
+//                  supervisor's) never costs an upstream connection. A server-speaks-first
+//                  protocol would therefore wait for a client byte; HTTPS never does.
+//   kConnecting    dial in progress, bytes from downstream keep filling the upward buffer
+//                  (bounded), the connect timer runs.
+//   kOpen          both Flows pump; the idle timer runs.
+//   kClosed        sockets closed and the owner told; the object itself is deleted later by
+//                  the loop (deferred destruction: never inside its own callback).
+// EOF is passed on per direction after the buffer drained (half-close); the pair closes when
+// both directions are finished, or at once on an error, which is passed on as a reset (RST
+// on TCP sockets). Caller: the loop thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+#include "relay/endpoint.h"
+#include "relay/event_loop.h"
+#include "relay/flow.h"
+#include "relay/limits.h"
+#include "runtime/base/unique_fd.h"
+
+namespace sbx::relay {
+
+// How a connection ended; the ledger's "end" field.
+enum class EndReason {
+  kClosed,               // both directions finished normally
+  kProbe,                // closed before sending a byte: never dialled, never recorded
+  kUpstreamRefused,      // the target refused (ECONNREFUSED, no listener on a Unix path)
+  kUpstreamTimeout,      // the dial took longer than Limits::connect_timeout
+  kUpstreamUnreachable,  // no route to the target (ENETUNREACH, EHOSTUNREACH)
+  kUpstreamError,        // any other dial failure
+  kReset,                // a read, write or shutdown failed on an open pair (RST, EPIPE)
+  kIdleTimeout,          // no byte in either direction for Limits::idle_timeout
+  kLimit,                // shed: too many connections, or out of file descriptors
+  kShutdown,             // the relay was torn down while the connection was open
+};
+std::string_view EndReasonName(EndReason reason);
+
+// What the ledger records about one connection.
+struct ConnectionRecord {
+  std::chrono::system_clock::time_point start;
+  std::chrono::milliseconds duration{0};
+  uint64_t bytes_up = 0;    // delivered to the upstream
+  uint64_t bytes_down = 0;  // delivered to the downstream
+  EndReason end = EndReason::kClosed;
+  int err = 0;  // the errno behind `end`, when there is one
+  bool dialed = false;
+};
+
+class Connection;
+
+// Told when a connection has closed its sockets. Called from inside the connection's own
+// callback: the owner must hand the object to EventLoop::DestroyLater(), not delete it.
+class ConnectionOwner {
+ public:
+  virtual void OnConnectionClosed(Connection* connection, const ConnectionRecord& record) = 0;
+
+ protected:
+  ~ConnectionOwner() = default;
+};
+
+struct ConnectionConfig {
+  EventLoop* loop = nullptr;         // outlives the connection
+  const Endpoint* target = nullptr;  // what to dial; outlives the connection
+  const Limits* limits = nullptr;    // outlives the connection
+  ConnectionOwner* owner = nullptr;  // outlives the connection
+};
+
+class Connection final : public Closable {
+ public:
+  // Takes ownership of the accepted, non-blocking `downstream` socket.
+  Connection(const ConnectionConfig& config, base::UniqueFd downstream);
+  ~Connection() override;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Watches the downstream and arms the idle timer. On failure nothing is watched and the
+  // caller drops the connection.
+  base::Status Start();
+  // Closes now with `reason` (the owner is told, as for any close).
+  void Abort(EndReason reason);
+
+  [[nodiscard]] bool closed() const { return state_ == State::kClosed; }
+
+ private:
+  enum class State { kAwaitingData, kConnecting, kOpen, kClosed };
+  enum class CloseMode { kGraceful, kReset };
+
+  // One socket of the pair, registered with the loop as its own handler.
+  class Side final : public IoHandler {
+   public:
+    Side(Connection* connection, bool upstream) : connection_(connection), upstream_(upstream) {}
+    void OnIoEvents(uint32_t events) override;
+
+    base::UniqueFd fd;
+    SocketState io;
+
+   private:
+    Connection* connection_;
+    bool upstream_;
+  };
+
+  void OnDownstreamEvents();
+  void OnUpstreamEvents(uint32_t events);
+  void Dial();
+  void FinishConnect(uint32_t events);
+  void Pump();
+  void ArmTimer();
+  void OnTimer();
+  void Close(EndReason reason, int err, CloseMode mode);
+
+  EventLoop* loop_;
+  const Endpoint* target_;
+  const Limits* limits_;
+  ConnectionOwner* owner_;
+  State state_ = State::kAwaitingData;
+  bool dialed_ = false;
+  Side down_;
+  Side up_;
+  Flow upward_;    // downstream -> upstream
+  Flow downward_;  // upstream -> downstream
+  EventLoop::TimerId timer_;
+  EventLoop::Clock::time_point last_activity_;
+  EventLoop::Clock::time_point started_;
+  std::chrono::system_clock::time_point started_wall_;
+};
+
+}  // namespace sbx::relay

@@ -1,0 +1,80 @@
+#include "relay/host_relay.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <set>
+
+namespace sbx::relay {
+
+std::string RouteSocketName(int index) { return "route-" + std::to_string(index) + ".sock"; }
+
+base::Result<std::unique_ptr<HostRelay>> HostRelay::Create(EventLoop* loop,
+                                                           HostRelayOptions options) {
+  // Resolve every route before creating anything, so a refused name leaves nothing behind.
+  std::set<int> indexes;
+  std::vector<SocketAddress> upstreams;
+  for (const Route& route : options.routes) {
+    if (route.index < 0 || !indexes.insert(route.index).second) {
+      return base::Error(EINVAL, "Invalid or duplicate route index for", route.host);
+    }
+    auto upstream = ResolveUpstream(route);
+    if (!upstream) return upstream.error();
+    upstreams.push_back(*upstream);
+  }
+  std::unique_ptr<HostRelay> host(new HostRelay(loop));
+  if (!options.ledger_path.empty()) {
+    auto ledger = Ledger::Open(options.ledger_path);
+    if (!ledger) return ledger.error();
+    host->ledger_.emplace(std::move(*ledger));
+  }
+  host->routes_.reserve(options.routes.size());  // Record() callbacks index into it
+  for (size_t i = 0; i < options.routes.size(); ++i) {
+    // On failure `host` is destroyed, which unlinks the sockets made so far.
+    if (auto added = host->AddRoute(options, options.routes[i], upstreams[i]); !added) {
+      return added.error();
+    }
+  }
+  return host;
+}
+
+base::Status HostRelay::AddRoute(const HostRelayOptions& options, const Route& route,
+                                 const SocketAddress& upstream) {
+  auto endpoint = Endpoint::Unix(options.state_dir + "/" + RouteSocketName(route.index));
+  if (!endpoint) return endpoint.error();
+  ListenOptions listen;
+  listen.unix_mode = 0600;
+  listen.unix_owner = options.socket_owner;
+  auto listener = endpoint->Listen(listen);
+  if (!listener) {
+    // A socket file bind created before chmod/chown/listen failed is still ours to remove.
+    if (listener.error().err() != EADDRINUSE) ::unlink(endpoint->unix_path().c_str());
+    return listener.error();
+  }
+  size_t slot = routes_.size();
+  routes_.push_back(RouteRelay{route, endpoint->unix_path(), upstream, nullptr});
+  RelayOptions relay_options{
+      Endpoint::Tcp(upstream), options.limits,
+      [this, slot](const ConnectionRecord& record) { Record(slot, record); }};
+  auto relay = Relay::Create(loop_, std::move(*listener), std::move(relay_options));
+  if (!relay) return relay.error();
+  routes_.back().relay = std::move(*relay);
+  return {};
+}
+
+void HostRelay::Record(size_t route_slot, const ConnectionRecord& record) {
+  if (!ledger_) return;
+  const RouteRelay& route = routes_[route_slot];
+  LedgerEntry entry{route.route.index, route.route.host, route.upstream.ToString(), record};
+  if (auto written = ledger_->Append(entry); !written && ledger_status_) {
+    ledger_status_ = written;
+  }
+}
+
+HostRelay::~HostRelay() {
+  // Relays first: closing their connections still writes "shutdown" lines to the ledger.
+  for (RouteRelay& route : routes_) route.relay.reset();
+  for (const RouteRelay& route : routes_) ::unlink(route.socket_path.c_str());
+}
+
+}  // namespace sbx::relay

@@ -1,0 +1,99 @@
+#include "relay/ledger.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+namespace sbx::relay {
+namespace {
+
+// JSON string body: quotes, backslashes and control characters escaped.
+void AppendJsonString(std::string& out, std::string_view text) {
+  out += '"';
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+void AppendField(std::string& out, std::string_view name, std::string_view value) {
+  out += out.size() > 1 ? ",\"" : "\"";
+  out += name;
+  out += "\":";
+  AppendJsonString(out, value);
+}
+
+void AppendField(std::string& out, std::string_view name, long long value) {
+  out += out.size() > 1 ? ",\"" : "\"";
+  out += name;
+  out += "\":";
+  out += std::to_string(value);
+}
+
+}  // namespace
+
+std::string FormatRfc3339Utc(std::chrono::system_clock::time_point time) {
+  auto ms_total = std::chrono::duration_cast<std::chrono::milliseconds>(time.time_since_epoch());
+  auto secs = std::chrono::floor<std::chrono::seconds>(ms_total);
+  auto ms = (ms_total - secs).count();
+  auto t = static_cast<std::time_t>(secs.count());
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[96];  // room for any int the format could print, as the compiler checks
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
+std::string FormatLedgerLine(const LedgerEntry& entry) {
+  const ConnectionRecord& r = entry.record;
+  std::string out = "{";
+  AppendField(out, "route", entry.route);
+  AppendField(out, "host", entry.host);
+  AppendField(out, "upstream", entry.upstream);
+  AppendField(out, "start", FormatRfc3339Utc(r.start));
+  AppendField(out, "duration_ms", static_cast<long long>(r.duration.count()));
+  AppendField(out, "bytes_up", static_cast<long long>(r.bytes_up));
+  AppendField(out, "bytes_down", static_cast<long long>(r.bytes_down));
+  AppendField(out, "end", EndReasonName(r.end));
+  if (r.err != 0) {
+    AppendField(out, "error", std::strerror(r.err));  // NOLINT(concurrency-mt-unsafe)
+  }
+  out += "}\n";
+  return out;
+}
+
+base::Result<Ledger> Ledger::Open(const std::string& path) {
+  base::UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return base::ErrnoError("Can't open ledger", path);
+  return Ledger(std::move(fd), path);
+}
+
+base::Status Ledger::Append(const LedgerEntry& entry) {
+  std::string line = FormatLedgerLine(entry);
+  ssize_t n;
+  do {
+    n = ::write(fd_.get(), line.data(), line.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return base::ErrnoError("Can't write ledger", path_);
+  if (static_cast<size_t>(n) != line.size()) {
+    return base::Error(EIO, "Short write to ledger", path_);
+  }
+  return {};
+}
+
+}  // namespace sbx::relay

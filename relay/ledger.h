@@ -1,0 +1,48 @@
+// Ledger: one JSON line per relayed connection, appended to a host-side file the sandbox can't
+// see, so what a dispatch reached is on record after it ends. Example line:
+//   {"route":0,"host":"api.example.com","upstream":"192.0.2.7:443",
+//    "start":"2026-05-04T10:11:12.345Z","duration_ms":1520,"bytes_up":5120,
+//    "bytes_down":88211,"end":"closed"}
+// (one line in the file). "end" is EndReasonName(); an "error" field with the strerror text
+// follows when an errno ended the connection. Readiness probes are not written (see Relay).
+// Caller: the loop thread; Append blocks only as long as a write to a local file does.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "relay/connection.h"
+#include "runtime/base/error.h"
+#include "runtime/base/unique_fd.h"
+
+namespace sbx::relay {
+
+struct LedgerEntry {
+  int route = 0;
+  std::string host;      // the route's host name
+  std::string upstream;  // the pinned address dialled, "192.0.2.7:443"
+  ConnectionRecord record;
+};
+
+// "2026-05-04T10:11:12.345Z": RFC 3339, UTC, milliseconds.
+std::string FormatRfc3339Utc(std::chrono::system_clock::time_point time);
+// The entry as one JSON object followed by '\n'.
+std::string FormatLedgerLine(const LedgerEntry& entry);
+
+class Ledger {
+ public:
+  // Opens `path` for appending, creating it with mode 0600; refuses a symlink (O_NOFOLLOW).
+  static base::Result<Ledger> Open(const std::string& path);
+
+  // Writes the line with one write(2) on an O_APPEND file, so lines written by several
+  // dispatches to the same file never interleave.
+  base::Status Append(const LedgerEntry& entry);
+
+ private:
+  Ledger(base::UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+
+  base::UniqueFd fd_;
+  std::string path_;
+};
+
+}  // namespace sbx::relay

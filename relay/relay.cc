@@ -1,0 +1,155 @@
+#include "relay/relay.h"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace sbx::relay {
+namespace {
+
+// Connections taken per listener event. The listener is level-triggered, so what is left
+// fires again on the next iteration: other routes and open connections get their turn.
+constexpr int kAcceptBatch = 64;
+// How long to stop accepting when even the reserve fd could not be taken back.
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+
+base::UniqueFd DupReserve(int fd) { return base::UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 0)); }
+
+}  // namespace
+
+base::Result<std::unique_ptr<Relay>> Relay::Create(EventLoop* loop, base::UniqueFd listener,
+                                                   RelayOptions options) {
+  int domain = 0;
+  socklen_t len = sizeof(domain);
+  if (::getsockopt(listener.get(), SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0) {
+    return base::ErrnoError("Can't query listening socket of relay to", options.target.ToString());
+  }
+  bool tcp = domain == AF_INET || domain == AF_INET6;
+  std::unique_ptr<Relay> relay(new Relay(loop, std::move(listener), std::move(options), tcp));
+  if (!relay->reserve_fd_) return base::ErrnoError("Can't reserve a file descriptor");
+  if (auto watched = loop->Watch(relay->listener_.get(), EPOLLIN, relay.get()); !watched) {
+    return watched.error();
+  }
+  return relay;
+}
+
+Relay::Relay(EventLoop* loop, base::UniqueFd listener, RelayOptions options, bool tcp_listener)
+    : loop_(loop),
+      listener_(std::move(listener)),
+      options_(std::move(options)),
+      tcp_listener_(tcp_listener),
+      reserve_fd_(DupReserve(listener_.get())) {}
+
+Relay::~Relay() {
+  shutting_down_ = true;
+  loop_->CancelTimer(resume_timer_);
+  loop_->Unwatch(listener_.get());
+  for (auto& [raw, connection] : connections_) connection->Abort(EndReason::kShutdown);
+  connections_.clear();  // safe here: the contract keeps us out of the loop's callbacks
+}
+
+void Relay::OnIoEvents(uint32_t /*events*/) { AcceptBatch(); }
+
+void Relay::AcceptBatch() {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    base::UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) {
+      switch (errno) {
+        case EAGAIN:
+          return;
+        case EINTR:
+        case ECONNABORTED:  // the client gave up while in the backlog
+        case EPROTO:
+          continue;
+        case EMFILE:
+        case ENFILE:
+        case ENOBUFS:
+        case ENOMEM:
+          OnOutOfFds();
+          return;
+        default:
+          PauseAccepting();  // a level-triggered listener would otherwise spin on the error
+          return;
+      }
+    }
+    ++stats_.accepted;
+    if (connections_.size() >= options_.limits.max_connections) {
+      Shed(std::move(fd));
+    } else {
+      Admit(std::move(fd));
+    }
+  }
+}
+
+void Relay::Admit(base::UniqueFd fd) {
+  if (tcp_listener_) SetNoDelay(fd.get());
+  ConnectionConfig config{loop_, &options_.target, &options_.limits, this};
+  auto connection = std::make_unique<Connection>(config, std::move(fd));
+  if (!connection->Start()) {
+    ++stats_.shed;  // could not even watch it: drop it, it was never registered
+    return;
+  }
+  Connection* raw = connection.get();
+  connections_.emplace(raw, std::move(connection));
+}
+
+void Relay::Shed(base::UniqueFd fd) {
+  // A reset tells a TCP client at once that it was refused; a Unix client sees EOF.
+  if (tcp_listener_) SetResetOnClose(fd.get());
+  fd.reset();
+  ++stats_.shed;
+  ConnectionRecord record;
+  record.start = std::chrono::system_clock::now();
+  record.end = EndReason::kLimit;
+  Report(record);
+}
+
+void Relay::OnOutOfFds() {
+  // Without a free fd accept fails and the connection stays queued; the level-triggered
+  // listener would report it again at once. Free the reserve, take the waiting connections
+  // one by one and close them, then take the reserve back.
+  if (reserve_fd_) {
+    reserve_fd_.reset();
+    for (;;) {
+      base::UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (!fd) break;
+      ++stats_.accepted;
+      Shed(std::move(fd));
+    }
+    reserve_fd_ = DupReserve(listener_.get());
+  }
+  if (!reserve_fd_) PauseAccepting();
+}
+
+void Relay::PauseAccepting() {
+  if (resume_timer_.valid()) return;
+  loop_->Unwatch(listener_.get());
+  resume_timer_ = loop_->AddTimer(kAcceptPause, [this] {
+    resume_timer_ = {};
+    if (!reserve_fd_) reserve_fd_ = DupReserve(listener_.get());
+    // Watching can only fail for lack of memory; try again after another pause then.
+    if (!loop_->Watch(listener_.get(), EPOLLIN, this)) PauseAccepting();
+  });
+}
+
+void Relay::Report(const ConnectionRecord& record) {
+  if (options_.on_record) options_.on_record(record);
+}
+
+void Relay::OnConnectionClosed(Connection* connection, const ConnectionRecord& record) {
+  if (record.dialed) {
+    ++stats_.dialed;
+    Report(record);
+  } else {
+    ++stats_.undialed;
+  }
+  if (shutting_down_) return;  // the destructor owns and clears the table
+  auto it = connections_.find(connection);
+  if (it == connections_.end()) return;
+  loop_->DestroyLater(std::move(it->second));
+  connections_.erase(it);
+}
+
+}  // namespace sbx::relay

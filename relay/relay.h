@@ -1,0 +1,85 @@
+// Relay: one listening socket, one target, its limits and its connections: one route.
+//
+// Every connection accepted on the listener is relayed to the same target; which target is
+// decided by WHICH listener accepted, never by the bytes (they are opaque: TLS stays end to
+// end). Many relays share one EventLoop; there is no thread per connection.
+//
+// Accepting: accept4(NONBLOCK | CLOEXEC) in batches on a level-triggered listener. Above
+// Limits::max_connections a new connection is closed at once and recorded as "limit" (it never
+// waits in the backlog). Out of file descriptors (EMFILE/ENFILE), the relay frees a reserve fd,
+// accepts and closes what is waiting, and takes the reserve back (libuv's emfile trick); when
+// even that fails it stops accepting for a moment.
+//
+// Contract: the loop thread only. The EventLoop outlives the Relay, and the Relay is destroyed
+// outside the loop's callbacks (after Run() returned, or before it started).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "relay/connection.h"
+#include "relay/endpoint.h"
+#include "relay/event_loop.h"
+#include "relay/limits.h"
+#include "runtime/base/unique_fd.h"
+
+namespace sbx::relay {
+
+struct RelayOptions {
+  Endpoint target;
+  Limits limits;
+  // Called once per connection that dialled the target and once per connection shed by a
+  // limit; not for probes (closed before a byte arrived), which only count in Stats.
+  std::function<void(const ConnectionRecord&)> on_record;
+};
+
+class Relay final : public IoHandler, private ConnectionOwner {
+ public:
+  struct Stats {
+    uint64_t accepted = 0;  // every accepted connection, shed ones included
+    uint64_t dialed = 0;    // connections that dialled the target (closed ones)
+    uint64_t undialed = 0;  // closed before their first byte: probes, silent clients
+    uint64_t shed = 0;      // closed at once by a limit
+  };
+
+  // Takes ownership of `listener`, a listening non-blocking socket (Endpoint::Listen), and
+  // starts watching it at once.
+  static base::Result<std::unique_ptr<Relay>> Create(EventLoop* loop, base::UniqueFd listener,
+                                                     RelayOptions options);
+  // Closes every open connection (recorded as "shutdown") and stops listening.
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  [[nodiscard]] size_t active_connections() const { return connections_.size(); }
+  [[nodiscard]] const Stats& stats() const { return stats_; }
+  [[nodiscard]] const Endpoint& target() const { return options_.target; }
+  [[nodiscard]] int listener_fd() const { return listener_.get(); }
+
+  void OnIoEvents(uint32_t events) override;  // the listener is readable
+
+ private:
+  Relay(EventLoop* loop, base::UniqueFd listener, RelayOptions options, bool tcp_listener);
+
+  void AcceptBatch();
+  void Admit(base::UniqueFd fd);
+  void Shed(base::UniqueFd fd);
+  void OnOutOfFds();
+  void PauseAccepting();
+  void Report(const ConnectionRecord& record);
+  void OnConnectionClosed(Connection* connection, const ConnectionRecord& record) override;
+
+  EventLoop* loop_;
+  base::UniqueFd listener_;
+  RelayOptions options_;
+  bool tcp_listener_;
+  base::UniqueFd reserve_fd_;  // given up to accept-and-close when fds run out
+  bool shutting_down_ = false;
+  EventLoop::TimerId resume_timer_;
+  std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
+  Stats stats_;
+};
+
+}  // namespace sbx::relay

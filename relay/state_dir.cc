@@ -1,0 +1,124 @@
+#include "relay/state_dir.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "runtime/base/c_handle.h"
+
+namespace sbx::relay {
+namespace {
+
+using DirHandle = base::CHandle<DIR, ::closedir>;
+
+base::Status CheckStat(const struct stat& st, const std::string& path, uid_t uid) {
+  if (S_ISLNK(st.st_mode)) return base::Error(ELOOP, "Refusing state directory (a symlink)", path);
+  if (!S_ISDIR(st.st_mode)) return base::Error(ENOTDIR, "Refusing state directory", path);
+  if (st.st_uid != uid) {
+    return base::Error(EPERM,
+                       "Refusing state directory (owned by uid " + std::to_string(st.st_uid) +
+                           ", not " + std::to_string(uid) + ")",
+                       path);
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return base::Error(EPERM, "Refusing state directory (writable by group or other)", path);
+  }
+  return {};
+}
+
+}  // namespace
+
+base::Status CheckPrivateDir(const std::string& path, uid_t uid) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) < 0) return base::ErrnoError("Can't lstat state directory", path);
+  return CheckStat(st, path, uid);
+}
+
+base::Result<std::string> EnsureUserBaseDir(const std::string& tmp_root, uid_t uid) {
+  std::string path = tmp_root + "/ateam-sandbox-" + std::to_string(uid);
+  // mkdir never follows a symlink at the last component: it fails with EEXIST, and the check
+  // below then refuses the link.
+  if (::mkdir(path.c_str(), 0700) < 0 && errno != EEXIST) {
+    return base::ErrnoError("Can't create state directory", path);
+  }
+  if (auto checked = CheckPrivateDir(path, uid); !checked) return checked.error();
+  return path;
+}
+
+base::Result<StateDir> StateDir::Create(const StateDirOptions& options) {
+  std::string base_dir;
+  if (!options.xdg_runtime_dir.empty()) {
+    if (auto checked = CheckPrivateDir(options.xdg_runtime_dir, options.uid); !checked) {
+      return checked.error();
+    }
+    base_dir = options.xdg_runtime_dir;
+  } else {
+    auto user_dir = EnsureUserBaseDir(options.tmp_root, options.uid);
+    if (!user_dir) return user_dir.error();
+    base_dir = *user_dir;
+  }
+  std::string tmpl = base_dir + "/dispatch-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return base::ErrnoError("Can't create dispatch directory in", base_dir);
+  }
+  // Hold the directory open: Remove() then unlinks entries relative to this very directory.
+  base::UniqueFd fd(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) {
+    base::Error error = base::ErrnoError("Can't open dispatch directory", tmpl);
+    ::rmdir(tmpl.c_str());
+    return error;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) < 0 || !CheckStat(st, tmpl, options.uid)) {
+    ::rmdir(tmpl.c_str());
+    return base::Error(EPERM, "Dispatch directory is not private", tmpl);
+  }
+  return StateDir(std::move(tmpl), std::move(fd));
+}
+
+StateDir::StateDir(StateDir&& other) noexcept
+    : path_(std::move(other.path_)), dir_fd_(std::move(other.dir_fd_)) {
+  other.path_.clear();
+}
+
+StateDir& StateDir::operator=(StateDir&& other) noexcept {
+  if (this != &other) {
+    (void)Remove();
+    path_ = std::exchange(other.path_, {});
+    dir_fd_ = std::move(other.dir_fd_);
+  }
+  return *this;
+}
+
+StateDir::~StateDir() { (void)Remove(); }
+
+base::Status StateDir::Remove() {
+  if (!dir_fd_) return {};
+  // Read the names first, unlink after: unlinking while readdir walks is allowed but makes
+  // the walk's result unspecified.
+  std::vector<std::string> names;
+  if (DirHandle dir(::fdopendir(::fcntl(dir_fd_.get(), F_DUPFD_CLOEXEC, 0))); dir) {
+    while (const dirent* entry = ::readdir(dir.get())) {
+      if (entry->d_type != DT_DIR) names.emplace_back(entry->d_name);
+    }
+  }
+  base::Status status;
+  for (const std::string& name : names) {
+    if (::unlinkat(dir_fd_.get(), name.c_str(), 0) < 0 && errno != ENOENT && status) {
+      status = base::ErrnoError("Can't remove", path_ + "/" + name);
+    }
+  }
+  dir_fd_.reset();
+  if (::rmdir(path_.c_str()) < 0 && errno != ENOENT && status) {
+    status = base::ErrnoError("Can't remove state directory", path_);
+  }
+  return status;
+}
+
+}  // namespace sbx::relay

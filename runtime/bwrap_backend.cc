@@ -1,0 +1,171 @@
+#include "runtime/bwrap_backend.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <span>
+
+#include "runtime/bwrap_render.h"
+
+namespace sbx::runtime {
+namespace {
+
+// The highest fd number the plan itself names (the caller's inherited fds), or 2.
+int HighestPlanFd(const Plan& plan) {
+  int highest = 2;
+  auto note = [&highest](const std::optional<int>& fd) {
+    if (fd) highest = std::max(highest, *fd);
+  };
+  for (const PlanOp& op : plan.ops) {
+    if (const auto* bind = std::get_if<BindFdOp>(&op)) note(bind->fd);
+    if (const auto* file = std::get_if<FileOp>(&op)) note(file->fd);
+    if (const auto* data = std::get_if<BindDataOp>(&op)) note(data->fd);
+  }
+  for (const auto* fd : {&plan.seccomp_fd, &plan.info_fd, &plan.json_status_fd, &plan.sync_fd,
+                         &plan.block_fd, &plan.userns_block_fd}) {
+    note(*fd);
+  }
+  return highest;
+}
+
+base::Status WriteAll(int fd, std::span<const char> data, const std::string& what) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return base::ErrnoError("bwrap backend: can't write", what);
+    data = data.subspan(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+// A close-on-exec memfd holding `data`, read offset 0, numbered at least `min_fd`.
+base::Result<base::UniqueFd> MakeDataFd(std::span<const char> data, const std::string& what,
+                                        int min_fd) {
+  base::UniqueFd created(::memfd_create("sbx-bwrap-data", MFD_CLOEXEC));
+  if (!created) return base::ErrnoError("bwrap backend: can't create a memfd for", what);
+  base::UniqueFd fd(::fcntl(created.get(), F_DUPFD_CLOEXEC, min_fd));
+  if (!fd) return base::ErrnoError("bwrap backend: can't move the memfd for", what);
+  if (auto written = WriteAll(fd.get(), data, what); !written) return written.error();
+  // bwrap reads from the current offset, which the write left at the end.
+  if (::lseek(fd.get(), 0, SEEK_SET) != 0) {
+    return base::ErrnoError("bwrap backend: can't rewind the memfd for", what);
+  }
+  return fd;
+}
+
+// In the process about to become bwrap: only fcntl and execve (fork-child safe).
+int ExecPrepared(const BwrapInvocation& invocation, char* const* argv) noexcept {
+  if (::fcntl(invocation.args_fd.get(), F_SETFD, 0) != 0) return errno;
+  for (const auto& fd : invocation.seccomp_fds) {
+    if (::fcntl(fd.get(), F_SETFD, 0) != 0) return errno;
+  }
+  ::execve(invocation.path.c_str(), argv, environ);
+  return errno;
+}
+
+std::vector<char*> ArgvPointers(const BwrapInvocation& invocation) {
+  std::vector<char*> pointers;
+  pointers.reserve(invocation.argv.size() + 1);
+  for (const auto& arg : invocation.argv) pointers.push_back(const_cast<char*>(arg.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+base::Error ExecError(int err, const std::string& path) {
+  return {err, "bwrap backend: can't execute", path};
+}
+
+int ExitCodeFromStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+base::Result<int> WaitForBwrap(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return base::ErrnoError("bwrap backend: can't wait for", "bwrap");
+  }
+  return ExitCodeFromStatus(status);
+}
+
+}  // namespace
+
+base::Result<BwrapInvocation> PrepareBwrapInvocation(const Plan& plan,
+                                                     const std::string& bwrap_path) {
+  if (::access(bwrap_path.c_str(), X_OK) != 0) {
+    if (errno == ENOENT) return base::ErrnoError("bwrap backend:", bwrap_path + " not found");
+    return ExecError(errno, bwrap_path);
+  }
+  BwrapInvocation invocation;
+  invocation.path = bwrap_path;
+  const int min_fd = HighestPlanFd(plan) + 1;
+
+  BwrapFdNumbers numbers;
+  for (size_t i = 0; i < plan.seccomp_programs.size(); ++i) {
+    const auto& program = plan.seccomp_programs[i];
+    auto fd = MakeDataFd({reinterpret_cast<const char*>(program.data()), program.size()},
+                         "seccomp program " + std::to_string(i), min_fd);
+    if (!fd) return fd.error();
+    numbers.seccomp_programs.push_back(fd->get());
+    invocation.seccomp_fds.push_back(std::move(*fd));
+  }
+
+  invocation.options = RenderBwrapOptions(plan, numbers);
+  std::string data;
+  for (const auto& option : invocation.options) {
+    data += option;
+    data += '\0';
+  }
+  auto args_fd = MakeDataFd(data, "--args data", min_fd);
+  if (!args_fd) return args_fd.error();
+  invocation.args_fd = std::move(*args_fd);
+
+  invocation.argv = {bwrap_path, "--args", std::to_string(invocation.args_fd.get()), "--",
+                     plan.exec_file};
+  if (!plan.argv.empty()) {
+    invocation.argv.insert(invocation.argv.end(), plan.argv.begin() + 1, plan.argv.end());
+  }
+  return invocation;
+}
+
+base::Status ExecBwrap(const Plan& plan, const std::string& bwrap_path) {
+  auto invocation = PrepareBwrapInvocation(plan, bwrap_path);
+  if (!invocation) return invocation.error();
+  std::vector<char*> argv = ArgvPointers(*invocation);
+  return ExecError(ExecPrepared(*invocation, argv.data()), bwrap_path);
+}
+
+base::Result<int> LaunchWithBwrap(const Plan& plan, const std::string& bwrap_path) {
+  auto invocation = PrepareBwrapInvocation(plan, bwrap_path);
+  if (!invocation) return invocation.error();
+  std::vector<char*> argv = ArgvPointers(*invocation);
+  // The child writes execve's errno here; EOF without data means bwrap was exec'd.
+  auto report = base::MakePipe();
+  if (!report) return report.error();
+
+  const pid_t pid = ::fork();
+  if (pid < 0) return base::ErrnoError("bwrap backend: can't fork for", bwrap_path);
+  if (pid == 0) {
+    const int err = ExecPrepared(*invocation, argv.data());
+    // Best effort: if this write fails the parent sees EOF and reports exit status 127.
+    [[maybe_unused]] ssize_t n = ::write(report->write_end.get(), &err, sizeof(err));
+    ::_exit(127);
+  }
+  report->write_end.reset();
+
+  int err = 0;
+  ssize_t got = 0;
+  do {
+    got = ::read(report->read_end.get(), &err, sizeof(err));
+  } while (got < 0 && errno == EINTR);
+  auto code = WaitForBwrap(pid);
+  if (got == static_cast<ssize_t>(sizeof(err))) return ExecError(err, bwrap_path);
+  return code;
+}
+
+}  // namespace sbx::runtime

@@ -1,0 +1,53 @@
+// The bwrap backend: runs a Plan with the real bubblewrap binary instead of our native
+// executor, so both can be compared on exactly the same plan (and as a fallback).
+//
+// How bwrap is started: the options (bwrap_render.h) go NUL-separated into a memfd that
+// bwrap reads with `--args FD`; only `-- COMMAND ARGS...` stays on the real argv, because
+// bwrap stops reading --args data at the first word that is not an option (bwrap-reference
+// §2.1), so a command cannot come from there. Each seccomp program goes into its own memfd
+// (--add-seccomp-fd). Those memfds are created close-on-exec and numbered above every fd
+// the plan names (so an fd number the caller got wrong still fails in bwrap instead of
+// reading our data); FD_CLOEXEC is cleared only in the process that execs bwrap, just
+// before execve.
+//
+// Process contract: called in the parent, single-threaded (fork). The plan's own fds
+// (--file, --bind-fd, --info-fd, --sync-fd, ...) are borrowed from the caller and must be
+// open without FD_CLOEXEC, as they must be for real bwrap. bwrap inherits the caller's
+// working directory, which its default --chdir fallback relies on (bwrap_render.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/base/error.h"
+#include "runtime/base/unique_fd.h"
+#include "runtime/plan.h"
+
+namespace sbx::runtime {
+
+// Everything an exec of bwrap needs, built before any fork. Owns the backend's fds.
+struct BwrapInvocation {
+  std::string path;                         // the bwrap binary
+  std::vector<std::string> argv;            // path, "--args", N, "--", exec_file, argv[1..]
+  std::vector<std::string> options;         // the content of the --args memfd, in order
+  base::UniqueFd args_fd;                   // memfd, offset 0, FD_CLOEXEC set
+  std::vector<base::UniqueFd> seccomp_fds;  // one memfd per plan.seccomp_programs entry
+};
+
+// Checks that `bwrap_path` is executable ("bwrap backend: /usr/bin/bwrap not found: No
+// such file or directory" otherwise), renders the plan and fills the memfds.
+base::Result<BwrapInvocation> PrepareBwrapInvocation(const Plan& plan,
+                                                     const std::string& bwrap_path);
+
+// Replaces the calling process with bwrap running `plan` (the `--backend bwrap` path: the
+// caller's exit status and messages are then bwrap's own). Returns only on failure.
+base::Status ExecBwrap(const Plan& plan, const std::string& bwrap_path);
+
+// Runs bwrap for `plan` as a child and waits for it. Returns bwrap's exit status (which
+// bwrap already makes the command's status, or 128+signal, or 1 for its own failures),
+// 128+signal if bwrap itself is killed, or an Error when bwrap cannot be started. While it
+// waits the caller keeps its copies of the plan's fds (a --sync-fd peer sees EOF only
+// when both bwrap and the caller have closed it); ExecBwrap has no such copy.
+base::Result<int> LaunchWithBwrap(const Plan& plan, const std::string& bwrap_path);
+
+}  // namespace sbx::runtime

@@ -1,0 +1,162 @@
+#include "runtime/child/child_main.h"
+
+#include <fcntl.h>
+#include <linux/limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "runtime/base/syscalls.h"
+#include "runtime/child/child_steps.h"
+#include "runtime/child/mount_api.h"
+#include "runtime/security/capabilities.h"
+
+namespace sbx::runtime::child {
+namespace {
+
+// Blocks until the parent closes its end of the go pipe (after it wrote maps or the
+// --info-fd document). Any bytes are ignored; only EOF matters.
+int WaitForParent(int go_fd) {
+  char byte;
+  for (;;) {
+    ssize_t n = ::read(go_fd, &byte, 1);
+    if (n == 0) break;
+    if (n < 0 && errno != EINTR) return errno;
+  }
+  ::close(go_fd);
+  return 0;
+}
+
+// PR_SET_PDEATHSIG alone loses the race where the monitor dies between clone and prctl;
+// the monitor's pidfd turns readable once it has exited, so check it after arming.
+int ArmDeathSignal(int parent_pidfd) {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return errno;
+  pollfd pfd{parent_pidfd, POLLIN, 0};
+  if (::poll(&pfd, 1, 0) > 0) ::_exit(1);
+  ::close(parent_pidfd);
+  return 0;
+}
+
+// Mounts the setup tmpfs on /tmp of this (private) mount namespace and prepares
+// /tmp/newroot, a mount point of its own, as the future root. Files the sandbox must
+// not see (bind-data sources) live in /tmp beside it.
+StepResult PrepareSetupRoot(SetupContext* ctx) {
+  int setup = -1;
+  int err = NewMount("tmpfs", nullptr, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &setup);
+  if (err == 0) err = ::move_mount(setup, "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH) == 0
+                          ? 0 : errno;
+  if (err == 0 && ::mkdirat(setup, "newroot", 0755) != 0) err = errno;
+  int newroot_tree = -1;
+  if (err == 0) err = CloneTree(setup, "newroot", &newroot_tree);
+  if (err == 0) err = AttachAt(newroot_tree, setup, "newroot");
+  if (newroot_tree >= 0) ::close(newroot_tree);
+  if (err == 0) {
+    ctx->root_fd = ::openat(setup, "newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (ctx->root_fd < 0) err = errno;
+  }
+  ctx->setup_fd = setup;
+  return {err, Stage::kNone};
+}
+
+// Enters the new root: pivot_root(".", ".") stacks the old root on top of the new one,
+// which is then made private (so the unmount cannot propagate anywhere) and detached.
+// The setup tmpfs goes with it and is unreachable from then on.
+StepResult PivotIntoNewRoot(const SetupContext& ctx) {
+  if (::fchdir(ctx.root_fd) != 0) return {errno, Stage::kNone};
+  if (base::PivotRoot(".", ".") != 0) return {errno, Stage::kNone};
+  if (::mount(nullptr, ".", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return {errno, Stage::kNone};
+  }
+  if (::umount2(".", MNT_DETACH) != 0) return {errno, Stage::kMount};
+  if (::chdir("/") != 0) return {errno, Stage::kNone};
+  ::close(ctx.root_fd);
+  ::close(ctx.setup_fd);
+  return {};
+}
+
+// True when `op` mounts something on the root itself ("--bind / /", "--tmpfs /").
+bool MountsOnRoot(const PlanOp& op) {
+  const std::string* dest = std::visit(
+      [](const auto& o) -> const std::string* {
+        if constexpr (requires { o.dest; }) {
+          return &o.dest;
+        } else {
+          return nullptr;
+        }
+      },
+      op);
+  return dest != nullptr && dest->find_first_not_of('/') == std::string::npos;
+}
+
+// A directory fd names one mount; a mount stacked on top of it later is only reached by
+// a fresh lookup from the parent, so the root fd is re-opened after such an op.
+int ReopenRoot(SetupContext* ctx) {
+  int fd = ::openat(ctx->setup_fd, "newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  ::close(ctx->root_fd);
+  ctx->root_fd = fd;
+  return 0;
+}
+
+void BuildFilesystem(const ChildLaunch& launch, int proc_fd) {
+  const Plan& plan = *launch.plan;
+  SetupContext ctx;
+  ctx.plan = &plan;
+  ctx.sources = launch.sources;
+  ctx.failure_text = launch.failure_text;
+  StepResult r = OpenSources(ctx);
+  if (r.failed()) Fail(launch, r.detail, {r.err, Stage::kOpenSource});
+  // Receive mount events from the host, never send any back.
+  Check(launch, Phase::kMakeRootSlave,
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0 ? 0 : errno);
+  Check(launch, Phase::kSetupRoot, PrepareSetupRoot(&ctx));
+  for (size_t i = 0; i < plan.ops.size(); ++i) {
+    r = ExecuteOp(ctx, i);
+    if (!r.failed() && MountsOnRoot(plan.ops[i])) r = {ReopenRoot(&ctx), Stage::kMount};
+    if (r.failed()) Fail(launch, static_cast<uint32_t>(i), r);
+  }
+  (void)proc_fd;
+  Check(launch, Phase::kPivotRoot, PivotIntoNewRoot(ctx));
+}
+
+}  // namespace
+
+void ChildMain(const ChildLaunch& launch) noexcept {
+  const Plan& plan = *launch.plan;
+  // The monitor writes these; the sandbox must not inherit them.
+  if (plan.info_fd) ::close(*plan.info_fd);
+  if (plan.json_status_fd) ::close(*plan.json_status_fd);
+  if (launch.go_fd >= 0) Check(launch, Phase::kWaitForParent, WaitForParent(launch.go_fd));
+  if (plan.die_with_parent) Check(launch, Phase::kDeathSignal, ArmDeathSignal(launch.parent_pidfd));
+  // Host /proc stays reachable through this fd after the pivot (id maps of the nested
+  // user namespace, max_user_namespaces).
+  int proc_fd = ::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (plan.userns) {
+    Check(launch, Phase::kUidMap, WriteIdMaps(proc_fd, plan.userns->uid, plan.userns->gid,
+                                              /*deny_setgroups=*/true));
+  }
+  // A new user namespace starts with a full bounding set.
+  Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));
+  if (plan.configure_loopback) Check(launch, Phase::kLoopback, ConfigureLoopback());
+  ::umask(0);
+  BuildFilesystem(launch, proc_fd);
+  if (plan.userns && plan.userns->second_uid) {
+    Check(launch, Phase::kSecondUserns, EnterSecondUserNamespace(plan, proc_fd));
+  }
+  if (plan.assert_userns_disabled) {
+    // Must fail: --disable-userns limited the namespaces, or --assert-userns-disabled
+    // says the caller did.
+    Check(launch, Phase::kAssertUsernsDisabled, ::unshare(CLONE_NEWUSER) == 0 ? EEXIST : 0);
+  }
+  ::close(proc_fd);
+  RunCommandPhases(launch);
+}
+
+}  // namespace sbx::runtime::child

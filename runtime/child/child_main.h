@@ -1,0 +1,34 @@
+// The sandbox child's spine: what runs after clone3, in the new namespaces, until exec.
+// Fixed phases in a fixed order; what happens in each is read from the Plan.
+//
+// Child-side contract: noexcept, no exceptions, no formatting, no logging. On failure the
+// child writes one SetupFailure (plus optional raw text) to `report_fd` and _exit(1)s;
+// on success it execs, which closes the close-on-exec `report_fd`: the parent sees EOF.
+#pragma once
+
+#include <cstddef>
+
+#include "runtime/child/setup_ops.h"
+#include "runtime/plan.h"
+
+namespace sbx::runtime::child {
+
+// Everything the parent prepares before clone for the child: all memory is allocated by
+// the parent; the child only reads it (or writes into buffers it was given).
+struct ChildLaunch {
+  const Plan* plan = nullptr;
+  OpSources* sources = nullptr;  // plan->ops.size() entries
+  int report_fd = -1;            // write end of the failure pipe (CLOEXEC)
+  int go_fd = -1;                // read end: wait for EOF before setup (-1: no wait)
+  int parent_pidfd = -1;         // pidfd of the monitor, for --die-with-parent
+  int status_fd = -1;            // reaper -> monitor: the command's wait status
+  char* const* argv = nullptr;   // NULL-terminated
+  char** envp = nullptr;         // NULL-terminated; envp[pwd_slot] is set by the child
+  size_t pwd_slot = 0;
+  char* const* pwd_entries = nullptr;  // "PWD=<candidate>", one per plan->cwd_candidates
+  char* failure_text = nullptr;        // PATH_MAX bytes
+};
+
+[[noreturn]] void ChildMain(const ChildLaunch& launch) noexcept;
+
+}  // namespace sbx::runtime::child

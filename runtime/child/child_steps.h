@@ -1,0 +1,40 @@
+// Child-side steps used by the spine in child_main.cc. Same contract: noexcept, no
+// formatting; failures are reported with Fail() and end the process.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/child/child_main.h"
+#include "runtime/child/failure.h"
+#include "runtime/plan.h"
+
+namespace sbx::runtime::child {
+
+// Reports {step, stage, errno} to the parent and _exit(1)s.
+[[noreturn]] void Fail(const ChildLaunch& launch, uint32_t step, StepResult r) noexcept;
+inline void Check(const ChildLaunch& launch, Phase phase, StepResult r) noexcept {
+  if (r.failed()) Fail(launch, static_cast<uint32_t>(phase), r);
+}
+inline void Check(const ChildLaunch& launch, Phase phase, int err) noexcept {
+  if (err != 0) Fail(launch, static_cast<uint32_t>(phase), {err, Stage::kNone});
+}
+
+// Writes uid_map, then "deny" to setgroups (when asked; required before an unprivileged
+// gid_map, CVE-2014-8989), then gid_map, through `proc_fd` (an O_PATH fd of /proc).
+// detail: 0 = uid_map, 1 = setgroups, 2 = gid_map.
+StepResult WriteIdMaps(int proc_fd, IdMapping uid, IdMapping gid, bool deny_setgroups) noexcept;
+
+// Adds 127.0.0.1/8 to lo and brings it up in the new network namespace.
+StepResult ConfigureLoopback() noexcept;
+
+// After the pivot: the nested user namespace of UserNamespacePlan::second_*.
+StepResult EnterSecondUserNamespace(const Plan& plan, int proc_fd) noexcept;
+
+// Capabilities, --block-fd, --seccomp, chdir, setsid, the reaper fork and exec.
+[[noreturn]] void RunCommandPhases(const ChildLaunch& launch) noexcept;
+
+// The pid-1 reaper: waits for `command_pid`, reports its status on `status_fd`, keeps
+// reaping until no child is left, then exits with the command's status.
+[[noreturn]] void ReaperMain(const Plan& plan, pid_t command_pid, int status_fd) noexcept;
+
+}  // namespace sbx::runtime::child

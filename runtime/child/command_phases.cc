@@ -1,0 +1,175 @@
+// The child's last phases: from a finished root to exec (and the pid-1 reaper).
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <vector>
+
+#include "netns/loopback.h"
+#include "runtime/child/child_steps.h"
+#include "runtime/security/capabilities.h"
+#include "runtime/security/seccomp.h"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace sbx::runtime::child {
+namespace {
+
+int ReadAll(int fd, BpfProgram* out) {
+  uint8_t buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n == 0) return 0;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    out->insert(out->end(), buf, buf + n);
+  }
+}
+
+int WaitForBlockFd(int fd) {
+  char byte;
+  while (::read(fd, &byte, 1) < 0) {
+    if (errno != EINTR) return errno;
+  }
+  ::close(fd);
+  return 0;
+}
+
+// chdir to the first candidate that works and publish it as PWD. Without --chdir the
+// last candidate is "/", where the process already is after the pivot.
+void EnterWorkingDirectory(const ChildLaunch& launch) {
+  const Plan& plan = *launch.plan;
+  size_t count = plan.cwd_candidates.size();
+  size_t chosen = count - 1;
+  for (size_t i = 0; i < count; ++i) {
+    if (::chdir(plan.cwd_candidates[i].c_str()) == 0) {
+      chosen = i;
+      break;
+    }
+    if (plan.chdir_is_explicit) {
+      Fail(launch, static_cast<uint32_t>(Phase::kChdir), {errno, Stage::kNone});
+    }
+  }
+  launch.envp[launch.pwd_slot] = launch.pwd_entries[chosen];
+}
+
+int TakeLockFiles(const Plan& plan, uint32_t* failed_index) {
+  for (size_t i = 0; i < plan.lock_files.size(); ++i) {
+    *failed_index = static_cast<uint32_t>(i);
+    int fd = ::open(plan.lock_files[i].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    struct flock lock {};
+    lock.l_type = F_RDLCK;
+    lock.l_whence = SEEK_SET;
+    if (::fcntl(fd, F_SETLK, &lock) != 0) {
+      *failed_index |= 0x80000000U;  // the lock, not the open, failed
+      return errno;
+    }
+    // The descriptor stays open in pid 1 for the sandbox's lifetime: that is the lock.
+  }
+  return 0;
+}
+
+int ExitCodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 255;
+}
+
+}  // namespace
+
+void Fail(const ChildLaunch& launch, uint32_t step, StepResult r) noexcept {
+  SetupFailure failure{step, static_cast<uint32_t>(r.stage), r.err, r.detail};
+  size_t text_len = 0;
+  if (r.stage == Stage::kSymlinkExists) {
+    text_len = std::strlen(launch.failure_text);
+    failure.detail = static_cast<uint32_t>(text_len);
+  }
+  // The header and the optional raw text; the parent reads both.
+  (void)!::write(launch.report_fd, &failure, sizeof(failure));
+  if (text_len > 0) (void)!::write(launch.report_fd, launch.failure_text, text_len);
+  ::_exit(1);
+}
+
+StepResult ConfigureLoopback() noexcept {
+  auto failure = netns::BringUpLoopback();
+  if (!failure) return {};
+  return {failure->err, Stage::kNone, static_cast<uint32_t>(failure->step)};
+}
+
+void ReaperMain(const Plan& plan, pid_t command_pid, int status_fd) noexcept {
+  // The reaper keeps nothing the sandbox could use: no capabilities, not ptraceable.
+  (void)ClearAllCaps(/*tolerate_eperm=*/true);
+  ::prctl(PR_SET_DUMPABLE, 0);
+  if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  int command_status = 0;
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::wait(&status);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;  // ECHILD: nothing left to reap
+    }
+    if (pid == command_pid) {
+      command_status = status;
+      if (status_fd >= 0) {
+        (void)!::write(status_fd, &status, sizeof(status));
+        ::close(status_fd);
+        status_fd = -1;
+      }
+    }
+  }
+  ::_exit(ExitCodeOf(command_status));
+}
+
+void RunCommandPhases(const ChildLaunch& launch) noexcept {
+  const Plan& plan = *launch.plan;
+  Check(launch, Phase::kCapabilities, ApplyCapPlanSets(plan.caps));
+  if (plan.block_fd) Check(launch, Phase::kBlockFd, WaitForBlockFd(*plan.block_fd));
+  std::vector<BpfProgram> programs = plan.seccomp_programs;
+  if (plan.seccomp_fd) {
+    BpfProgram program;
+    Check(launch, Phase::kReadSeccomp, ReadAll(*plan.seccomp_fd, &program));
+    ::close(*plan.seccomp_fd);
+    if (program.size() % 8 != 0) {
+      Fail(launch, static_cast<uint32_t>(Phase::kReadSeccomp), {EINVAL, Stage::kWriteData});
+    }
+    programs.push_back(std::move(program));
+  }
+  ::umask(022);
+  EnterWorkingDirectory(launch);
+  if (plan.new_session) Check(launch, Phase::kNewSession, ::setsid() < 0 ? errno : 0);
+  if (!plan.lock_files.empty()) {
+    uint32_t index = 0;
+    if (int err = TakeLockFiles(plan, &index)) {
+      Fail(launch, static_cast<uint32_t>(Phase::kLockFile), {err, Stage::kLock, index});
+    }
+  }
+  if (plan.reaper) {
+    pid_t pid = ::fork();
+    if (pid < 0) Fail(launch, static_cast<uint32_t>(Phase::kForkReaper), {errno, Stage::kNone});
+    if (pid > 0) {
+      // pid 1 keeps --sync-fd open for the sandbox's lifetime; it needs no report pipe.
+      ::close(launch.report_fd);
+      (void)LoadSeccompPrograms(programs);
+      ReaperMain(plan, pid, launch.status_fd);
+    }
+    if (launch.status_fd >= 0) ::close(launch.status_fd);
+    if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  }
+  if (plan.sync_fd && !plan.as_pid_1) ::close(*plan.sync_fd);
+  Check(launch, Phase::kCapabilities, ApplyCapPlanAmbient(plan.caps));
+  Check(launch, Phase::kLoadSeccomp, LoadSeccompPrograms(programs));
+  environ = launch.envp;
+  ::execvp(plan.exec_file.c_str(), launch.argv);
+  Fail(launch, static_cast<uint32_t>(Phase::kExec), {errno, Stage::kNone});
+}
+
+}  // namespace sbx::runtime::child

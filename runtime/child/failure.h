@@ -1,0 +1,78 @@
+// The child's only message to the parent: which step of the plan failed, at which stage,
+// with which errno. Fixed-size and trivially copyable, written whole with one write(2) on
+// a close-on-exec pipe; EOF with no bytes means the command was exec'd. The parent holds
+// the same plan (clone without CLONE_VM copies it) and renders the message itself
+// (runtime/failure_message.h), so the child never formats text.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+namespace sbx::runtime {
+
+// Steps that are not an op of Plan::ops. Op steps are their index in Plan::ops.
+enum class Phase : uint32_t {
+  kWaitForParent = 0x10000,
+  kDeathSignal,
+  kUidMap,
+  kSetgroups,
+  kGidMap,
+  kLoopback,
+  kMakeRootSlave,
+  kSetupRoot,
+  kPivotRoot,
+  kUnmountOldRoot,
+  kSecondUserns,
+  kDisableUserns,
+  kAssertUsernsDisabled,
+  kCapabilities,
+  kLockFile,
+  kBlockFd,
+  kReadSeccomp,
+  kLoadSeccomp,
+  kChdir,
+  kNewSession,
+  kForkReaper,
+  kExec,
+};
+
+// Stages inside one op (which part of the op failed); the renderer picks bwrap's text.
+enum class Stage : uint32_t {
+  kNone = 0,
+  kOpenSource,     // "Can't find source path SRC"
+  kMakeParents,    // "Can't mkdir parents for DEST"
+  kMakeDir,        // "Can't mkdir DEST"
+  kCreateFile,     // "Can't create file at DEST"
+  kOpenDest,       // resolving DEST in the new root
+  kMount,          // the mount itself
+  kSetAttr,        // applying nosuid/nodev/ro
+  kWriteData,      // "Can't write data to file DEST"
+  kSymlinkExists,  // existing symlink with another target
+  kNotSymlink,     // existing non-symlink
+  kNotMountPoint,  // --remount-ro on a path that is not a mount point
+  kIdentity,       // --bind-fd: mounted object is not the fd's
+  kDevpts,
+  kDevNode,
+  kProcCover,
+  kLock,
+  kOverlayOverlap,
+};
+
+struct SetupFailure {
+  uint32_t step = 0;  // op index or a Phase value
+  uint32_t stage = 0;
+  int32_t err = 0;
+  uint32_t detail = 0;  // extra index (e.g. which /dev node); 0 when unused
+};
+static_assert(std::is_trivially_copyable_v<SetupFailure>);
+static_assert(sizeof(SetupFailure) == 16);
+
+// What a child-side step returns: errno 0 means success.
+struct StepResult {
+  int err = 0;
+  Stage stage = Stage::kNone;
+  uint32_t detail = 0;
+  [[nodiscard]] bool failed() const { return err != 0; }
+};
+
+}  // namespace sbx::runtime

@@ -1,0 +1,69 @@
+// Id maps and the nested user namespace, for the child after clone.
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/child/child_steps.h"
+#include "runtime/child/mount_api.h"
+#include "runtime/security/capabilities.h"
+
+namespace sbx::runtime::child {
+namespace {
+
+int WriteFileAt(int dir_fd, const char* path, const char* text) {
+  int fd = ::openat(dir_fd, path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  size_t len = std::strlen(text);
+  int err = ::write(fd, text, len) == static_cast<ssize_t>(len) ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
+// "inside outside 1\n" without any formatting library.
+void FormatMapLine(char* buf, IdMapping m) {
+  FormatUnsigned(buf, m.inside, 10);
+  size_t n = std::strlen(buf);
+  buf[n++] = ' ';
+  FormatUnsigned(buf + n, m.outside, 10);
+  n = std::strlen(buf);
+  std::memcpy(buf + n, " 1\n", 4);
+}
+
+}  // namespace
+
+StepResult WriteIdMaps(int proc_fd, IdMapping uid, IdMapping gid, bool deny_setgroups) noexcept {
+  char line[64];
+  FormatMapLine(line, uid);
+  if (int err = WriteFileAt(proc_fd, "self/uid_map", line)) return {err, Stage::kNone, 0};
+  if (deny_setgroups) {
+    int err = WriteFileAt(proc_fd, "self/setgroups", "deny");
+    if (err != 0 && err != ENOENT) return {err, Stage::kNone, 1};
+  }
+  FormatMapLine(line, gid);
+  if (int err = WriteFileAt(proc_fd, "self/gid_map", line)) return {err, Stage::kNone, 2};
+  return {};
+}
+
+StepResult EnterSecondUserNamespace(const Plan& plan, int proc_fd) noexcept {
+  const UserNamespacePlan& ns = *plan.userns;
+  if (ns.limit_nested_userns) {
+    // The sandbox must not be able to raise this again: it lives in the first-level
+    // namespace, which the sandbox only ever sees from inside the nested one.
+    if (int err = WriteFileAt(proc_fd, "sys/user/max_user_namespaces", "1")) {
+      return {err, Stage::kNone, 3};
+    }
+  }
+  if (::unshare(CLONE_NEWUSER) != 0) return {errno, Stage::kNone, 4};
+  // A new user namespace comes with a full bounding set: trim it again.
+  if (int err = ApplyCapPlanBounding(plan.caps)) {
+    return {err, Stage::kNone, 5};
+  }
+  IdMapping uid = ns.second_uid.value_or(IdMapping{plan.sandbox_uid, ns.uid.inside});
+  IdMapping gid = ns.second_gid.value_or(IdMapping{plan.sandbox_gid, ns.gid.inside});
+  return WriteIdMaps(proc_fd, uid, gid, false);
+}
+
+}  // namespace sbx::runtime::child

@@ -1,0 +1,206 @@
+#include "runtime/failure_message.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "netns/loopback.h"
+
+namespace sbx::runtime {
+namespace {
+
+std::string StrError(int err) { return std::strerror(err); }  // NOLINT(concurrency-mt-unsafe)
+
+// bwrap names sandbox paths by their place under the setup root.
+std::string NewRoot(const std::string& dest) {
+  std::string_view rel = dest;
+  while (rel.starts_with('/')) rel.remove_prefix(1);
+  return fmt::format("/newroot/{}", rel);
+}
+
+std::string OldRoot(const std::string& source) { return fmt::format("/oldroot{}", source); }
+
+std::string WithErrno(const std::string& text, int err) {
+  if (err == ENOSPC) {
+    return text + ": Limit exceeded (ENOSPC). (Hint: Check that /proc/sys/fs/mount-max is "
+                  "sufficient, typically 100000)";
+  }
+  return err != 0 ? fmt::format("{}: {}", text, StrError(err)) : text;
+}
+
+// Messages shared by every op that creates its destination.
+std::optional<std::string> DestinationMessage(const std::string& dest, Stage stage, int err) {
+  if (stage == Stage::kMakeParents) {
+    return WithErrno(fmt::format("Can't mkdir parents for {}", dest), err);
+  }
+  if (stage == Stage::kMakeDir) return WithErrno(fmt::format("Can't mkdir {}", dest), err);
+  if (stage == Stage::kCreateFile) {
+    return WithErrno(fmt::format("Can't create file at {}", dest), err);
+  }
+  return std::nullopt;
+}
+
+struct OpMessage {
+  const SetupFailure& f;
+  const std::string& text;
+  Stage stage() const { return static_cast<Stage>(f.stage); }
+
+  std::string Bind(const std::string& source, const std::string& dest) const {
+    if (stage() == Stage::kOpenSource) {
+      return WithErrno(fmt::format("Can't find source path {}", source), f.err);
+    }
+    if (auto m = DestinationMessage(dest, stage(), f.err)) return *m;
+    const char* what = stage() == Stage::kSetAttr ? "Unable to apply mount flags"
+                                                  : "Unable to mount source on destination";
+    return WithErrno(fmt::format("Can't bind mount {} on {}: {}", OldRoot(source), NewRoot(dest),
+                                 what),
+                     f.err);
+  }
+  std::string Mount(const char* fs, const std::string& dest) const {
+    if (auto m = DestinationMessage(dest, stage(), f.err)) return *m;
+    return WithErrno(fmt::format("Can't mount {} on {}", fs, NewRoot(dest)), f.err);
+  }
+
+  std::string operator()(const BindOp& op) const { return Bind(op.source, op.dest); }
+  std::string operator()(const BindFdOp& op) const {
+    if (stage() == Stage::kIdentity) return "Race condition binding dirfd";
+    return Bind(fmt::format("/proc/self/fd/{}", op.fd), op.dest);
+  }
+  std::string operator()(const RemountRoOp& op) const {
+    std::string where = NewRoot(op.dest);
+    if (stage() == Stage::kNotMountPoint) {
+      return fmt::format("Can't remount readonly on {}: Unable to find \"{}\" in mount table",
+                         where, where);
+    }
+    if (stage() == Stage::kOpenDest) {
+      return WithErrno(
+          fmt::format("Can't remount readonly on {}: realpath(destination)", where), f.err);
+    }
+    return WithErrno(fmt::format("Can't remount readonly on {}", where), f.err);
+  }
+  std::string operator()(const ProcOp& op) const {
+    if (stage() == Stage::kOpenSource) return WithErrno("Can't open /proc", f.err);
+    return Mount("proc", op.dest);
+  }
+  std::string operator()(const DevOp& op) const {
+    if (stage() == Stage::kDevpts) return Mount("devpts", op.dest + "/pts");
+    if (stage() == Stage::kOpenSource || stage() == Stage::kDevNode) {
+      return WithErrno(fmt::format("Can't create /dev node in {}", NewRoot(op.dest)), f.err);
+    }
+    return Mount("tmpfs", op.dest);
+  }
+  std::string operator()(const TmpfsOp& op) const { return Mount("tmpfs", op.dest); }
+  std::string operator()(const MqueueOp& op) const { return Mount("mqueue", op.dest); }
+  std::string operator()(const DirOp& op) const {
+    if (auto m = DestinationMessage(op.dest, stage(), f.err)) return *m;
+    return WithErrno(fmt::format("Can't mkdir {}", op.dest), f.err);
+  }
+  std::string operator()(const FileOp& op) const {
+    if (stage() == Stage::kWriteData) {
+      return WithErrno(fmt::format("Can't write data to file {}", op.dest), f.err);
+    }
+    if (stage() == Stage::kMakeParents) return *DestinationMessage(op.dest, stage(), f.err);
+    return WithErrno(fmt::format("Can't create file {}", op.dest), f.err);
+  }
+  std::string operator()(const BindDataOp& op) const {
+    if (stage() == Stage::kWriteData) {
+      return WithErrno(fmt::format("Can't write data to file {}", op.dest), f.err);
+    }
+    return Bind("bind-data", op.dest);
+  }
+  std::string operator()(const SymlinkOp& op) const {
+    if (stage() == Stage::kSymlinkExists) {
+      return fmt::format("Can't make symlink at {}: existing destination is {}", op.dest, text);
+    }
+    if (stage() == Stage::kNotSymlink) {
+      return fmt::format("Can't make symlink at {}: destination exists and is not a symlink",
+                         op.dest);
+    }
+    if (auto m = DestinationMessage(op.dest, stage(), f.err)) return *m;
+    return WithErrno(fmt::format("Can't make symlink at {}", op.dest), f.err);
+  }
+  std::string operator()(const ChmodOp& op) const {
+    return WithErrno(fmt::format("Can't chmod {:#o} {}", op.mode, op.path), f.err);
+  }
+  std::string operator()(const SetHostnameOp& op) const {
+    return WithErrno(fmt::format("Can't set hostname to {}", op.hostname), f.err);
+  }
+  std::string operator()(const OverlayOp& op) const {
+    if (stage() == Stage::kOverlayOverlap) {
+      return fmt::format("Can't make overlay mount on {}: Overlay directories may not overlap",
+                         NewRoot(op.dest));
+    }
+    return WithErrno(fmt::format("Can't make overlay mount on {}", NewRoot(op.dest)), f.err);
+  }
+};
+
+std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
+  switch (static_cast<Phase>(f.step)) {
+    case Phase::kWaitForParent: return WithErrno("Failed to wait for the monitor", f.err);
+    case Phase::kDeathSignal: return WithErrno("prctl(PR_SET_PDEATHSIG)", f.err);
+    case Phase::kUidMap:
+    case Phase::kSetgroups:
+    case Phase::kGidMap: {
+      static constexpr const char* kWhat[] = {"setting up uid map", "error writing to setgroups",
+                                              "setting up gid map"};
+      return WithErrno(kWhat[std::min<uint32_t>(f.detail, 2)], f.err);
+    }
+    case Phase::kLoopback:
+      return WithErrno(
+          netns::LoopbackStepMessage(static_cast<netns::LoopbackStep>(f.detail)), f.err);
+    case Phase::kMakeRootSlave: return WithErrno("Failed to make / slave", f.err);
+    case Phase::kSetupRoot: return WithErrno("Failed to mount tmpfs", f.err);
+    case Phase::kPivotRoot:
+      return WithErrno(f.stage == static_cast<uint32_t>(Stage::kMount) ? "unmount old root"
+                                                                        : "pivot_root",
+                       f.err);
+    case Phase::kUnmountOldRoot: return WithErrno("unmount old root", f.err);
+    case Phase::kSecondUserns: {
+      static constexpr const char* kWhat[] = {"setting up uid map", "error writing to setgroups",
+                                              "setting up gid map",
+                                              "cannot open /proc/sys/user/max_user_namespaces",
+                                              "unshare user ns", "Dropping capabilities"};
+      return WithErrno(kWhat[std::min<uint32_t>(f.detail, 5)], f.err);
+    }
+    case Phase::kDisableUserns:
+    case Phase::kAssertUsernsDisabled:
+      return "creation of new user namespaces was not disabled as requested";
+    case Phase::kCapabilities: return WithErrno("capset failed", f.err);
+    case Phase::kLockFile: {
+      uint32_t index = f.detail & 0x7fffffffU;
+      const std::string& path = index < plan.lock_files.size() ? plan.lock_files[index] : "";
+      const char* what = (f.detail & 0x80000000U) != 0 ? "Unable to lock file" : "Unable to open lock file";
+      return WithErrno(fmt::format("{} {}", what, path), f.err);
+    }
+    case Phase::kBlockFd: return WithErrno("Failed to read from --block-fd", f.err);
+    case Phase::kReadSeccomp:
+      if (f.stage == static_cast<uint32_t>(Stage::kWriteData)) {
+        return "Invalid seccomp data, must be multiple of 8";
+      }
+      return WithErrno("Can't read seccomp data", f.err);
+    case Phase::kLoadSeccomp:
+      if (f.err == EINVAL) {
+        return "Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) "
+               "reported EINVAL. (Hint: this requires a kernel configured with CONFIG_SECCOMP "
+               "and CONFIG_SECCOMP_FILTER.)";
+      }
+      return WithErrno("Unable to set up system call filtering as requested", f.err);
+    case Phase::kChdir:
+      return WithErrno(fmt::format("Can't chdir to {}", plan.cwd_candidates.front()), f.err);
+    case Phase::kNewSession: return WithErrno("setsid", f.err);
+    case Phase::kForkReaper: return WithErrno("Can't fork for pid 1", f.err);
+    case Phase::kExec: return WithErrno(fmt::format("execvp {}", plan.exec_file), f.err);
+  }
+  return WithErrno(fmt::format("setup step {:#x} failed", f.step), f.err);
+}
+
+}  // namespace
+
+std::string RenderFailure(const Plan& plan, const SetupFailure& failure, const std::string& text) {
+  if (failure.step < plan.ops.size()) {
+    return std::visit(OpMessage{failure, text}, plan.ops[failure.step]);
+  }
+  return PhaseMessage(plan, failure);
+}
+
+}  // namespace sbx::runtime

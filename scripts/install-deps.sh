@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package the project needs to build and test (run as root).
+#   scripts/install-deps.sh               apt-get update + install, always
+#   scripts/install-deps.sh --if-missing  only when some package is not installed yet
+# Used by .ci/run, scripts/test.sh and the README's demo command.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libcap-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libfmt-dev libcli11-dev
+  libgtest-dev libgmock-dev googletest
+  bubblewrap socat openssl curl iproute2
+  clang-format clang-tidy
+  passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
+)
+
+if [[ "${1:-}" == "--if-missing" ]]; then
+  missing=()
+  for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    exit 0
+  fi
+  echo "install-deps: missing packages: ${missing[*]}"
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: must run as root to install: ${packages[*]}" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y "${packages[@]}"

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Runs the integration suite (ctest label "integration") for every backend x caller:
+#   callers:  root, then an unprivileged user ($SBX_CI_USER, default sbx-ci; created if
+#             missing). Not started as root: only the current user's run.
+#   backends: $SBX_BACKENDS, blank-separated, default "native":
+#               native  SBX_BWRAP=<build>/compat/bwrap
+#               bwrap   SBX_BWRAP="<build>/ateam-sandbox bwrap --backend bwrap"
+#               system  SBX_BWRAP=/usr/bin/bwrap
+# The build dir is $SBX_BUILD_DIR (default <repo>/build) and must already hold
+# integration_test and the probe. The unprivileged caller runs copies of the binaries in a
+# world-readable temporary directory with a generated CTestTestfile.cmake, so nothing on
+# the path to the build dir needs opening up (nor writing: ctest keeps its logs there).
+# Exits non-zero if any run fails.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$(cd "${SBX_BUILD_DIR:-$repo/build}" && pwd)
+backends=${SBX_BACKENDS:-native}
+ci_user=${SBX_CI_USER:-sbx-ci}
+suite="$build/integration/integration_test"
+probe="$build/integration/probe"
+
+die() {
+  echo "run_matrix: $*" >&2
+  exit 1
+}
+
+[[ -x "$suite" ]] || die "$suite not built (cmake --build $build --target integration_test)"
+[[ -x "$probe" ]] || die "$probe not built (cmake --build $build --target sbx_probe)"
+
+# The bwrap-compatible command prefix for backend $1, with binaries under directory $2.
+prefix_for() {
+  case "$1" in
+    native) echo "$2/compat/bwrap" ;;
+    bwrap) echo "$2/ateam-sandbox bwrap --backend bwrap" ;;
+    system) echo "/usr/bin/bwrap" ;;
+    *) die "unknown backend '$1' (expected native, bwrap or system)" ;;
+  esac
+}
+
+check_backend() {
+  local cmd
+  cmd=$(prefix_for "$1" "$build")
+  cmd=${cmd%% *}
+  [[ -x "$cmd" ]] || die "backend $1: $cmd does not exist or is not executable (build the ateam-sandbox target first)"
+}
+
+ensure_user() {
+  if ! id "$ci_user" >/dev/null 2>&1; then
+    echo "run_matrix: creating unprivileged user $ci_user"
+    useradd --create-home --shell /bin/bash "$ci_user"
+  fi
+}
+
+# Copies what the unprivileged user needs into a fresh world-readable directory and writes
+# a CTestTestfile.cmake there registering each test like gtest_discover_tests does.
+stage_for_user() {
+  local stage
+  stage=$(mktemp -d /tmp/sbx-matrix.XXXXXX)
+  chmod 0755 "$stage"
+  install -m 0755 "$suite" "$stage/integration_test"
+  install -m 0755 "$probe" "$stage/probe"
+  if [[ -x "$build/ateam-sandbox" ]]; then
+    install -m 0755 "$build/ateam-sandbox" "$stage/ateam-sandbox"
+    mkdir -p "$stage/compat"
+    ln -s ../ateam-sandbox "$stage/compat/bwrap"
+  fi
+  "$stage/integration_test" --gtest_list_tests |
+    awk -v exe="$stage/integration_test" '
+      /^[^ ]/ { suite = $1; next }
+      /^  /   { name = suite $1
+                printf "add_test([=[%s]=] \"%s\" \"--gtest_filter=%s\")\n", name, exe, name
+                printf "set_tests_properties([=[%s]=] PROPERTIES LABELS integration TIMEOUT 120 SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==])\n", name }
+    ' >"$stage/CTestTestfile.cmake"
+  if [[ $(id -u) -eq 0 ]]; then
+    chown -R "$ci_user:" "$stage"
+  fi
+  echo "$stage"
+}
+
+declare -a summary=()
+total_passed=0
+total_failed=0
+total_skipped=0
+overall=0
+
+# Runs ctest, keeps its output (and closing line) visible, and records the counts.
+# $1: label for the summary; rest: the command.
+run_tier() {
+  local label=$1
+  shift
+  local log
+  log=$(mktemp)
+  echo
+  echo "=== integration: $label ==="
+  set +e
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local total failed skipped closing
+  closing=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n1 || true)
+  total=$(sed -nE 's/.* out of ([0-9]+)$/\1/p' <<<"$closing")
+  failed=$(sed -nE 's/.* ([0-9]+) tests? failed.*/\1/p' <<<"$closing")
+  skipped=$(grep -cE '\(Skipped\)$' "$log" || true)
+  rm -f "$log"
+  if [[ -z "$total" ]]; then
+    summary+=("FAIL  $label: ctest printed no result (exit $rc)")
+    overall=1
+    total_failed=$((total_failed + 1))
+    return
+  fi
+  local passed=$((total - failed - skipped))
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+  total_skipped=$((total_skipped + skipped))
+  if [[ $rc -ne 0 || $failed -ne 0 || $total -eq 0 ]]; then
+    summary+=("FAIL  $label: $passed passed, $failed failed, $skipped skipped (exit $rc)")
+    overall=1
+  else
+    summary+=("ok    $label: $passed passed, $failed failed, $skipped skipped")
+  fi
+}
+
+for backend in $backends; do
+  check_backend "$backend"
+done
+
+stage=""
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+  if [[ -n "$stage" ]]; then
+    rm -rf "$stage"
+  fi
+}
+trap cleanup EXIT
+
+if [[ $(id -u) -eq 0 ]]; then
+  ensure_user
+fi
+stage=$(stage_for_user)
+
+for backend in $backends; do
+  if [[ $(id -u) -eq 0 ]]; then
+    run_tier "$backend backend, caller root" \
+      env SBX_BWRAP="$(prefix_for "$backend" "$build")" SBX_PROBE="$probe" \
+      ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure
+    run_tier "$backend backend, caller $ci_user (uid $(id -u "$ci_user"))" \
+      runuser -u "$ci_user" -- env -C "$stage" TMPDIR=/tmp \
+      SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
+      ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
+  else
+    echo "run_matrix: not root: running only as $(id -un); the root tier is not covered" >&2
+    run_tier "$backend backend, caller $(id -un) (uid $(id -u))" \
+      env -C "$stage" SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
+      ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
+  fi
+done
+
+echo
+echo "=== integration matrix summary ==="
+printf '%s\n' "${summary[@]}"
+echo "integration: $total_passed passed, $total_failed failed, $total_skipped skipped"
+exit "$overall"

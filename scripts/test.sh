@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The project's test command (README, .ci/run):
+#   1. configure + build everything in build/ (RelWithDebInfo)
+#   2. unit tests                      ctest -L unit
+#   3. unit tests again under ASan+UBSan, built in build-asan/
+#   4. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS)
+# Stops at the first failing step. $SBX_JOBS sets the build parallelism (default 2).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+jobs=${SBX_JOBS:-2}
+
+step() { printf '\n### %s\n' "$*"; }
+
+step "dependencies"
+scripts/install-deps.sh --if-missing
+
+step "build (build/)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$jobs"
+
+if [[ ! -x build/ateam-sandbox ]]; then
+  echo "test.sh: FAILED: build/ateam-sandbox was not built; the integration suite needs it" >&2
+  echo "test.sh: (its build/compat/bwrap symlink is the command the suite tests by default)" >&2
+  exit 1
+fi
+
+step "unit tests (build/)"
+ctest --test-dir build -L unit --no-tests=error --output-on-failure
+
+step "unit tests under ASan+UBSan (build-asan/)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSBX_ASAN=ON -DSBX_UBSAN=ON
+cmake --build build-asan -j"$jobs"
+ctest --test-dir build-asan -L unit --no-tests=error --output-on-failure
+
+step "integration matrix"
+SBX_BUILD_DIR="$repo/build" scripts/run_matrix.sh

@@ -1,0 +1,100 @@
+// Ledger line format and file behaviour.
+#include "relay/ledger.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "tests/relay/relay_test_util.h"
+
+namespace sbx::relay {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::system_clock;
+
+LedgerEntry SampleEntry() {
+  LedgerEntry entry;
+  entry.route = 2;
+  entry.host = "api.example.com";
+  entry.upstream = "192.0.2.7:443";
+  // 2026-05-04T10:11:12.345Z
+  entry.record.start = system_clock::time_point(milliseconds(1777889472345));
+  entry.record.duration = milliseconds(1520);
+  entry.record.bytes_up = 5120;
+  entry.record.bytes_down = 88211;
+  entry.record.end = EndReason::kClosed;
+  entry.record.dialed = true;
+  return entry;
+}
+
+TEST(LedgerTest, FormatsRfc3339UtcWithMilliseconds) {
+  EXPECT_EQ(FormatRfc3339Utc(system_clock::time_point(milliseconds(0))),
+            "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(FormatRfc3339Utc(system_clock::time_point(milliseconds(1777889472345))),
+            "2026-05-04T10:11:12.345Z");
+}
+
+TEST(LedgerTest, LineFormat) {
+  EXPECT_EQ(FormatLedgerLine(SampleEntry()),
+            "{\"route\":2,\"host\":\"api.example.com\",\"upstream\":\"192.0.2.7:443\","
+            "\"start\":\"2026-05-04T10:11:12.345Z\",\"duration_ms\":1520,\"bytes_up\":5120,"
+            "\"bytes_down\":88211,\"end\":\"closed\"}\n");
+}
+
+TEST(LedgerTest, ErrorFieldAndEscaping) {
+  LedgerEntry entry = SampleEntry();
+  entry.host = "we\"ird\\\n";
+  entry.record.end = EndReason::kUpstreamRefused;
+  entry.record.err = ECONNREFUSED;
+  std::string line = FormatLedgerLine(entry);
+  EXPECT_NE(line.find("\"host\":\"we\\\"ird\\\\\\u000a\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"end\":\"upstream-refused\",\"error\":\"Connection refused\"}"),
+            std::string::npos)
+      << line;
+}
+
+TEST(LedgerTest, EveryEndReasonHasAName) {
+  for (EndReason r :
+       {EndReason::kClosed, EndReason::kProbe, EndReason::kUpstreamRefused,
+        EndReason::kUpstreamTimeout, EndReason::kUpstreamUnreachable, EndReason::kUpstreamError,
+        EndReason::kReset, EndReason::kIdleTimeout, EndReason::kLimit, EndReason::kShutdown}) {
+    EXPECT_NE(EndReasonName(r), "unknown");
+  }
+}
+
+TEST(LedgerTest, AppendsLinesToAPrivateFile) {
+  testing::TempDir dir;
+  std::string path = dir.path() + "/ledger.jsonl";
+  {
+    auto ledger = Ledger::Open(path);
+    ASSERT_TRUE(ledger);
+    ASSERT_TRUE(ledger->Append(SampleEntry()));
+  }
+  auto again = Ledger::Open(path);  // a second dispatch appends to the same file
+  ASSERT_TRUE(again);
+  ASSERT_TRUE(again->Append(SampleEntry()));
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  EXPECT_EQ(content.str(), FormatLedgerLine(SampleEntry()) + FormatLedgerLine(SampleEntry()));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(LedgerTest, RefusesASymlink) {
+  testing::TempDir dir;
+  std::string path = dir.path() + "/ledger.jsonl";
+  ASSERT_EQ(::symlink("/tmp/elsewhere", path.c_str()), 0);
+  auto ledger = Ledger::Open(path);
+  ASSERT_FALSE(ledger);
+  EXPECT_EQ(ledger.error().err(), ELOOP);
+}
+
+}  // namespace
+}  // namespace sbx::relay
