@@ -4,14 +4,18 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "cli/bwrap_parser.h"
+#include "runtime/bwrap_backend.h"
+#include "runtime/bwrap_render.h"
 #include "runtime/host_facts.h"
 #include "runtime/launcher.h"
 #include "runtime/plan_compiler.h"
+#include "runtime/plan_printer.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -28,9 +32,62 @@ void PrintError(bool level_prefix, std::string_view text) {
   fmt::print(stderr, "{}\n", FormatBwrapDiagnostic(BwrapSeverity::kError, level_prefix, text));
 }
 
+int RunPlan(const runtime::Plan& plan, const BwrapFaceOptions& options, bool level_prefix) {
+  if (options.dry_run) {
+    fmt::print("{}", runtime::PrintPlan(plan));
+    fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(plan, options.bwrap_path));
+    return 0;
+  }
+  std::fflush(stdout);
+  if (options.backend == BwrapFaceOptions::Backend::kBwrap) {
+    auto st = runtime::ExecBwrap(plan, options.bwrap_path);  // returns only on failure
+    PrintError(level_prefix, st.error().Render());
+    return 1;
+  }
+  auto code = runtime::Launch(plan);
+  if (!code) {
+    PrintError(level_prefix, code.error().Render());
+    return 1;
+  }
+  return *code;
+}
+
 }  // namespace
 
-int RunBwrapCommand(std::string_view argv0, std::span<const std::string> args) {
+int ParseBwrapFaceOptions(std::span<const std::string> args, BwrapFaceOptions* options) {
+  if (const char* env = std::getenv("ATEAM_SANDBOX_BWRAP"); env != nullptr && *env != '\0') {
+    options->bwrap_path = env;
+  }
+  size_t i = 0;
+  while (i < args.size()) {
+    const std::string& arg = args[i];
+    if (arg == "--dry-run") {
+      options->dry_run = true;
+      i += 1;
+    } else if ((arg == "--backend" || arg == "--bwrap-path") && i + 1 < args.size()) {
+      const std::string& value = args[i + 1];
+      if (arg == "--bwrap-path") {
+        options->bwrap_path = value;
+      } else if (value == "native" || value == "bwrap") {
+        options->backend = value == "native" ? BwrapFaceOptions::Backend::kNative
+                                             : BwrapFaceOptions::Backend::kBwrap;
+      } else {
+        fmt::print(stderr, "ateam-sandbox: --backend takes native or bwrap, not '{}'\n", value);
+        return -1;
+      }
+      i += 2;
+    } else if (arg == "--backend" || arg == "--bwrap-path") {
+      fmt::print(stderr, "ateam-sandbox: {} takes an argument\n", arg);
+      return -1;
+    } else {
+      break;
+    }
+  }
+  return static_cast<int>(i);
+}
+
+int RunBwrapCommand(std::string_view argv0, std::span<const std::string> args,
+                    const BwrapFaceOptions& options) {
   if (IsBwrapVersionOnly(args)) {
     fmt::print("{}\n", kBwrapVersionText);
     return 0;
@@ -59,13 +116,7 @@ int RunBwrapCommand(std::string_view argv0, std::span<const std::string> args) {
     PrintError(parse.level_prefix, plan.error().Render());
     return 1;
   }
-  std::fflush(stdout);
-  auto code = runtime::Launch(*plan);
-  if (!code) {
-    PrintError(parse.level_prefix, code.error().Render());
-    return 1;
-  }
-  return *code;
+  return RunPlan(*plan, options, parse.level_prefix);
 }
 
 }  // namespace sbx::cli

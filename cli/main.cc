@@ -18,7 +18,9 @@ constexpr std::string_view kUsage =
     "usage: ateam-sandbox COMMAND [ARGS...]\n"
     "\n"
     "Commands:\n"
-    "  bwrap ARGS...   run a sandbox from a bubblewrap command line (also: invoke as `bwrap`)\n"
+    "  bwrap [--backend native|bwrap] [--bwrap-path PATH] [--dry-run] ARGS...\n"
+    "                  run a sandbox from a bubblewrap command line (also: invoke as `bwrap`);\n"
+    "                  --backend bwrap runs the same plan with the real bwrap\n"
     "  --version       print the version\n"
     "  --help          print this help\n";
 
@@ -49,7 +51,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[0] == "bwrap") {
-    return sbx::cli::RunBwrapCommand("bwrap", std::span<const std::string>(args).subspan(1));
+    auto rest = std::span<const std::string>(args).subspan(1);
+    sbx::cli::BwrapFaceOptions options;
+    int consumed = sbx::cli::ParseBwrapFaceOptions(rest, &options);
+    if (consumed < 0) return 2;
+    return sbx::cli::RunBwrapCommand("bwrap", rest.subspan(static_cast<size_t>(consumed)), options);
   }
   fmt::print(stderr, "ateam-sandbox: unknown command '{}' (see ateam-sandbox --help)\n", args[0]);
   return 2;

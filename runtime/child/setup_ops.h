@@ -13,11 +13,15 @@
 
 namespace sbx::runtime::child {
 
-// Up to this many pre-opened host objects per op (--dev needs six nodes and a console).
-inline constexpr int kMaxSourcesPerOp = 8;
+// Up to this many pre-opened host objects per op (--dev needs six nodes and a console;
+// an overlay needs its upper and work directories and every lower layer).
+inline constexpr int kMaxSourcesPerOp = 32;
 
 struct OpSources {
-  int fds[kMaxSourcesPerOp] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  OpSources() {
+    for (int& fd : fds) fd = -1;
+  }
+  int fds[kMaxSourcesPerOp];
 };
 
 // The host device nodes --dev binds, in OpSources order; the console comes last.

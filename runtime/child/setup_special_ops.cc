@@ -139,11 +139,92 @@ StepResult DoSymlink(const SetupContext& ctx, const SymlinkOp& op) {
   return r;
 }
 
+// Appends "/proc/self/fd/N" to `out` (at `*len`, capacity `cap`). Overlayfs resolves its
+// layer paths itself; through the magic link it gets exactly the directory opened before
+// anything was mounted, even one the setup root now hides (under /tmp).
+bool AppendFdPath(char* out, size_t* len, size_t cap, int fd, char separator) {
+  char number[24];
+  FormatUnsigned(number, static_cast<uint64_t>(fd), 10);
+  size_t need = (separator != 0 ? 1 : 0) + std::strlen("/proc/self/fd/") + std::strlen(number);
+  if (*len + need + 1 > cap) return false;
+  if (separator != 0) out[(*len)++] = separator;
+  std::strcpy(out + *len, "/proc/self/fd/");  // NOLINT: bounded above
+  *len += std::strlen("/proc/self/fd/");
+  std::strcpy(out + *len, number);  // NOLINT: bounded above
+  *len += std::strlen(number);
+  return true;
+}
+
+// Upper and work directories of a --tmp-overlay live on the setup tmpfs, which nobody can
+// reach after the pivot: the writes are discarded with the sandbox.
+int MakeTemporaryUpper(const SetupContext& ctx, size_t index, int* upper, int* work) {
+  char name[48] = "tmp-overlay-upper-";
+  FormatUnsigned(name + std::strlen(name), index, 10);
+  if (::mkdirat(ctx.setup_fd, name, 0755) != 0) return errno;
+  *upper = ::openat(ctx.setup_fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  std::memcpy(name, "tmp-overlay-work-", 18);
+  FormatUnsigned(name + 17, index, 10);
+  if (::mkdirat(ctx.setup_fd, name, 0755) != 0) return errno;
+  *work = ::openat(ctx.setup_fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  return *upper < 0 || *work < 0 ? errno : 0;
+}
+
 StepResult DoOverlay(const SetupContext& ctx, const OverlayOp& op, size_t index) {
-  (void)ctx;
-  (void)op;
-  (void)index;
-  return {ENOSYS, Stage::kMount};
+  OpSources& src = ctx.sources[index];
+  size_t lowers = op.lower_sources.size();
+  int upper = src.fds[0];
+  int work = src.fds[1];
+  if (op.mode == OverlayOp::Mode::kTemporary) {
+    if (int err = MakeTemporaryUpper(ctx, index, &upper, &work)) return {err, Stage::kMount};
+  }
+  // Last given is the top layer: lowerdir lists top first.
+  char lower[PATH_MAX];
+  size_t len = 0;
+  for (size_t i = lowers; i > 0; --i) {
+    if (!AppendFdPath(lower, &len, sizeof(lower), src.fds[1 + i], i == lowers ? 0 : ':')) {
+      return {ENAMETOOLONG, Stage::kMount};
+    }
+  }
+  char upper_path[48], work_path[48];
+  size_t ulen = 0, wlen = 0;
+  FsOption options[4] = {{"lowerdir", lower}, {"userxattr", nullptr}, {}, {}};
+  int count = 2;
+  if (op.mode != OverlayOp::Mode::kReadOnly) {
+    AppendFdPath(upper_path, &ulen, sizeof(upper_path), upper, 0);
+    AppendFdPath(work_path, &wlen, sizeof(work_path), work, 0);
+    options[2] = {"upperdir", upper_path};
+    options[3] = {"workdir", work_path};
+    count = 4;
+  }
+  int dest_fd = -1;
+  StepResult r = EnsureDir(ctx.root_fd, op.dest.c_str(), 0755, 0755, &dest_fd);
+  if (r.failed()) return r;
+  int mnt = -1;
+  int err = NewMount("overlay", options, count, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &mnt);
+  if (err == 0) err = AttachOnFd(mnt, dest_fd);
+  if (mnt >= 0) ::close(mnt);
+  ::close(dest_fd);
+  if (err == ELOOP) return {err, Stage::kOverlayOverlap};
+  return {err, err != 0 ? Stage::kMount : Stage::kNone};
+}
+
+// Opens an overlay's host directories: fds[0] upper, fds[1] work, fds[2...] the lowers in
+// command-line order.
+int OpenOverlaySources(const OverlayOp& op, OpSources& src) {
+  if (op.lower_sources.size() + 2 > static_cast<size_t>(kMaxSourcesPerOp)) return E2BIG;
+  auto open_dir = [](const std::string& path, int* fd) {
+    *fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return *fd < 0 ? errno : 0;
+  };
+  int err = 0;
+  if (op.mode == OverlayOp::Mode::kReadWrite) {
+    if ((err = open_dir(op.upper, &src.fds[0])) != 0) return err;
+    if ((err = open_dir(op.work, &src.fds[1])) != 0) return err;
+  }
+  for (size_t i = 0; i < op.lower_sources.size() && err == 0; ++i) {
+    err = open_dir(op.lower_sources[i], &src.fds[2 + i]);
+  }
+  return err;
 }
 
 StepResult OpenSources(const SetupContext& ctx) noexcept {
@@ -157,6 +238,8 @@ StepResult OpenSources(const SetupContext& ctx) noexcept {
     } else if (const auto* bind_fd = std::get_if<BindFdOp>(&ops[i])) {
       // bwrap resolves /proc/self/fd/N: a closed fd is "No such file or directory" there.
       err = ::fcntl(bind_fd->fd, F_GETFD) < 0 ? ENOENT : CloneTree(bind_fd->fd, "", &src.fds[0]);
+    } else if (const auto* overlay = std::get_if<OverlayOp>(&ops[i])) {
+      err = OpenOverlaySources(*overlay, src);
     } else if (std::holds_alternative<ProcOp>(ops[i]) && !ctx.plan->fresh_proc) {
       err = CloneTree(AT_FDCWD, "/proc", &src.fds[0]);
     } else if (std::holds_alternative<DevOp>(ops[i])) {

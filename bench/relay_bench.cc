@@ -1,0 +1,466 @@
+// relay_bench: the network tunnel's cost on loopback, in one run, side by side:
+//   direct  client -TCP-> server
+//   tunnel  client -TCP-> supervisor Relay -UDS-> HostRelay -TCP-> server
+//           (both relays on one EventLoop in a forked child, as the product pairs them)
+//   socat   client -TCP-> socat TCP-LISTEN,fork -UDS-> socat UNIX-LISTEN,fork -TCP-> server
+// Metrics: bulk throughput, 1-byte round trip, new connections per second (1 and 8 clients,
+// with the slowest single connect()), and relay memory per idle connection (Pss of the relay
+// processes before/after opening N connections). Everything binds 127.0.0.1 and every phase
+// is bounded in bytes, rounds or seconds, so the bench stops by itself.
+//
+//   relay_bench [--bulk-mib N] [--rtt-rounds N] [--cps-seconds S] [--idle-conns N]
+//               [--socat PATH]
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/relay_bench_server.h"
+#include "relay/endpoint.h"
+#include "relay/event_loop.h"
+#include "relay/host_relay.h"
+#include "relay/relay.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using bench::ConnectLoopback;
+using bench::ReadExact;
+using bench::WriteAll;
+
+struct Config {
+  uint64_t bulk_bytes = uint64_t{2} << 30;
+  int rtt_rounds = 20000;
+  double cps_seconds = 3.0;
+  int idle_conns = 1000;
+  std::string socat = "socat";
+};
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// ---- metrics, each against one entry port ----
+
+double BulkGbps(uint16_t port, uint64_t total) {
+  double connect_ms = 0;
+  int fd = ConnectLoopback(port, &connect_ms);
+  if (fd < 0) return -1;
+  std::vector<char> chunk(256 * 1024, 'b');
+  chunk[0] = 'S';  // the server's sink mode: discard, answer one byte at EOF
+  auto start = Clock::now();
+  bool ok = true;
+  for (uint64_t sent = 0; ok && sent < total; sent += chunk.size()) {
+    ok = WriteAll(fd, chunk.data(), chunk.size());
+    chunk[0] = 'b';
+  }
+  char ack = 0;
+  ok = ok && ::shutdown(fd, SHUT_WR) == 0 && ReadExact(fd, &ack, 1);
+  double secs = Seconds(Clock::now() - start);
+  ::close(fd);
+  return ok ? static_cast<double>(total) * 8 / secs / 1e9 : -1;
+}
+
+double RttMedianUs(uint16_t port, int rounds) {
+  double connect_ms = 0;
+  int fd = ConnectLoopback(port, &connect_ms);
+  if (fd < 0) return -1;
+  std::vector<double> us;
+  us.reserve(static_cast<size_t>(rounds));
+  char c = 'x';
+  for (int i = 0; i < rounds + 200; ++i) {  // the first 200 warm up
+    auto t0 = Clock::now();
+    if (!WriteAll(fd, &c, 1) || !ReadExact(fd, &c, 1)) break;
+    if (i >= 200) us.push_back(Seconds(Clock::now() - t0) * 1e6);
+  }
+  ::close(fd);
+  if (us.size() != static_cast<size_t>(rounds)) return -1;
+  std::nth_element(us.begin(), us.begin() + rounds / 2, us.end());
+  return us[static_cast<size_t>(rounds / 2)];
+}
+
+struct CpsResult {
+  double per_sec = 0;
+  double max_connect_ms = 0;
+  uint64_t failures = 0;
+};
+
+// `clients` threads each loop: connect, send 1 byte, receive 1 byte, close.
+CpsResult ConnectionsPerSecond(uint16_t port, int clients, double seconds) {
+  constexpr uint64_t kMaxPerClient = 200000;  // bound even on a very fast host
+  std::atomic<uint64_t> done{0};
+  std::atomic<uint64_t> failures{0};
+  std::vector<double> max_ms(static_cast<size_t>(clients), 0);
+  auto start = Clock::now();
+  auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t n = 0; n < kMaxPerClient && Clock::now() < deadline; ++n) {
+        double connect_ms = 0;
+        int fd = ConnectLoopback(port, &connect_ms);
+        max_ms[static_cast<size_t>(t)] = std::max(max_ms[static_cast<size_t>(t)], connect_ms);
+        char c = 'x';
+        bool ok = fd >= 0 && WriteAll(fd, &c, 1) && ReadExact(fd, &c, 1);
+        if (fd >= 0) ::close(fd);
+        ++(ok ? done : failures);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CpsResult result;
+  result.per_sec = static_cast<double>(done.load()) / Seconds(Clock::now() - start);
+  result.max_connect_ms = *std::max_element(max_ms.begin(), max_ms.end());
+  result.failures = failures.load();
+  return result;
+}
+
+// ---- memory: proportional set size, so forked socat children share their pages fairly ----
+
+uint64_t PssKiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string key;
+  uint64_t value = 0;
+  while (in >> key) {
+    if (key == "Pss:") {
+      in >> value;
+      return value;
+    }
+    in.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+// Sum of the Pss of `roots` and of their direct children (socat's per-connection forks).
+uint64_t TreePssKiB(const std::set<pid_t>& roots) {
+  uint64_t total = 0;
+  for (pid_t root : roots) total += PssKiB(root);
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string line;
+    std::getline(in, line);
+    size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(paren + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (roots.count(ppid) != 0) total += PssKiB(std::stoi(name));
+  }
+  return total;
+}
+
+// Opens `count` connections, each exchanging one byte (so every hop dialled), keeps them open
+// and returns the Pss growth of the relay processes per connection.
+double KiBPerIdleConnection(uint16_t port, int count, const std::set<pid_t>& relay_pids) {
+  uint64_t before = TreePssKiB(relay_pids);
+  std::vector<int> fds;
+  for (int i = 0; i < count; ++i) {
+    double connect_ms = 0;
+    int fd = ConnectLoopback(port, &connect_ms);
+    char c = 'x';
+    if (fd < 0 || !WriteAll(fd, &c, 1) || !ReadExact(fd, &c, 1)) {
+      if (fd >= 0) ::close(fd);
+      break;
+    }
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the relays settle
+  uint64_t after = TreePssKiB(relay_pids);
+  size_t opened = fds.size();
+  for (int fd : fds) ::close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the chains wind down
+  if (opened != static_cast<size_t>(count)) return -1;
+  return static_cast<double>(after > before ? after - before : 0) / count;
+}
+
+// ---- the tunnel: both relays of the product on one EventLoop, in a child process ----
+
+// Runs in the forked child. Writes the entry port to `ready_fd`, returns at EOF on `stop_fd`.
+int RunTunnel(const std::string& dir, uint16_t server_port, int ready_fd, int stop_fd) {
+  using namespace sbx::relay;
+  auto loop = EventLoop::Create();
+  if (!loop) return 1;
+  Limits limits;
+  limits.max_connections = 8192;  // the bench opens --idle-conns at once
+  auto upstream = SocketAddress::FromIp("127.0.0.1", server_port);
+  if (!upstream) return 1;
+  Route route;
+  route.index = 0;
+  route.host = "bench.invalid";
+  route.port = server_port;
+  route.upstream_override = *upstream;  // loopback on purpose
+  auto host = HostRelay::Create(loop->get(), {dir, {route}, limits, "", std::nullopt});
+  if (!host) return 2;
+  auto listen_at = SocketAddress::FromIp("127.0.0.1", 0);
+  auto target = Endpoint::Unix(dir + "/" + RouteSocketName(0));
+  if (!listen_at || !target) return 3;
+  auto listener = Endpoint::Tcp(*listen_at).Listen();
+  if (!listener) return 3;
+  uint16_t port = bench::LocalPort(listener->get());
+  auto supervisor = Relay::Create(loop->get(), std::move(*listener), {*target, limits, nullptr});
+  if (!supervisor) return 4;
+  if (!(*loop)->WatchCallback(stop_fd, EPOLLIN, [&](uint32_t) { (*loop)->Stop(); })) return 5;
+  if (::write(ready_fd, &port, sizeof(port)) != sizeof(port)) return 6;
+  if (!(*loop)->Run()) return 7;
+  supervisor->reset();
+  host->reset();
+  return 0;
+}
+
+struct Tunnel {
+  pid_t pid = -1;
+  int stop_fd = -1;  // closing it stops the child
+  uint16_t port = 0;
+};
+
+// Must be called before any thread starts: the child keeps running library code after fork.
+std::optional<Tunnel> StartTunnel(const std::string& dir, uint16_t server_port, int server_fd) {
+  int ready[2];
+  int stop[2];
+  if (::pipe2(ready, O_CLOEXEC) < 0 || ::pipe2(stop, O_CLOEXEC) < 0) return std::nullopt;
+  pid_t pid = ::fork();
+  if (pid < 0) return std::nullopt;
+  if (pid == 0) {
+    ::close(server_fd);
+    ::close(ready[0]);
+    ::close(stop[1]);
+    ::_exit(RunTunnel(dir, server_port, ready[1], stop[0]));
+  }
+  ::close(ready[1]);
+  ::close(stop[0]);
+  Tunnel tunnel{pid, stop[1], 0};
+  bool ok = ::read(ready[0], &tunnel.port, sizeof(tunnel.port)) == sizeof(tunnel.port);
+  ::close(ready[0]);
+  if (!ok) {
+    ::close(tunnel.stop_fd);
+    ::waitpid(pid, nullptr, 0);
+    return std::nullopt;
+  }
+  return tunnel;
+}
+
+// ---- the socat chain, with socat's default options ----
+
+pid_t Spawn(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);  // fork-child noise
+  pid_t pid = -1;
+  int err = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return err == 0 ? pid : -1;
+}
+
+bool WaitUntil(const std::function<bool()>& ready) {
+  for (int i = 0; i < 500; ++i) {  // 5 s
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+struct Socat {
+  pid_t unix_side = -1;
+  pid_t tcp_side = -1;
+  uint16_t port = 0;
+};
+
+std::optional<Socat> StartSocat(const Config& config, const std::string& dir,
+                                uint16_t server_port) {
+  std::string sock = dir + "/socat.sock";
+  Socat socat;
+  socat.unix_side = Spawn({config.socat, "UNIX-LISTEN:" + sock + ",fork",
+                           "TCP:127.0.0.1:" + std::to_string(server_port)});
+  if (socat.unix_side < 0) return std::nullopt;
+  struct stat st {};
+  if (!WaitUntil([&] { return ::stat(sock.c_str(), &st) == 0; })) return std::nullopt;
+  socat.port = bench::FreeLoopbackPort();
+  // bind=127.0.0.1 only keeps the listener off other interfaces; the rest is socat's default.
+  socat.tcp_side =
+      Spawn({config.socat,
+             "TCP-LISTEN:" + std::to_string(socat.port) + ",fork,reuseaddr," + "bind=127.0.0.1",
+             "UNIX-CONNECT:" + sock});
+  if (socat.tcp_side < 0) return std::nullopt;
+  bool up = WaitUntil([&] {
+    double ms = 0;
+    int fd = ConnectLoopback(socat.port, &ms);
+    char c = 'x';
+    bool ok = fd >= 0 && WriteAll(fd, &c, 1) && ReadExact(fd, &c, 1);
+    if (fd >= 0) ::close(fd);
+    return ok;
+  });
+  if (!up) return std::nullopt;
+  return socat;
+}
+
+void StopProcess(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGTERM);
+  ::waitpid(pid, nullptr, 0);
+}
+
+// ---- report ----
+
+struct Row {
+  std::string name;
+  std::array<double, 3> v;  // direct, tunnel, socat; < 0: not measured / not applicable
+  int decimals;
+};
+
+std::string Cell(double v, int decimals) {
+  if (v < 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  return buf;
+}
+
+std::string Ratio(double a, double b) { return a < 0 || b <= 0 ? "-" : Cell(a / b, 2); }
+
+void PrintTable(const std::vector<Row>& rows) {
+  std::printf("\n%-34s %10s %10s %10s %14s %13s %13s\n", "metric", "direct", "tunnel", "socat",
+              "tunnel/direct", "socat/direct", "socat/tunnel");
+  for (const Row& r : rows) {
+    std::printf("%-34s %10s %10s %10s %14s %13s %13s\n", r.name.c_str(),
+                Cell(r.v[0], r.decimals).c_str(), Cell(r.v[1], r.decimals).c_str(),
+                Cell(r.v[2], r.decimals).c_str(), Ratio(r.v[1], r.v[0]).c_str(),
+                Ratio(r.v[2], r.v[0]).c_str(), Ratio(r.v[2], r.v[1]).c_str());
+  }
+}
+
+bool ParseArgs(int argc, char** argv, Config& config) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    const char* value = argv[i + 1];
+    if (flag == "--bulk-mib") {
+      config.bulk_bytes = std::strtoull(value, nullptr, 10) << 20;
+    } else if (flag == "--rtt-rounds") {
+      config.rtt_rounds = std::atoi(value);
+    } else if (flag == "--cps-seconds") {
+      config.cps_seconds = std::atof(value);
+    } else if (flag == "--idle-conns") {
+      config.idle_conns = std::atoi(value);
+    } else if (flag == "--socat") {
+      config.socat = value;
+    } else {
+      return false;
+    }
+  }
+  return argc % 2 == 1 && config.bulk_bytes > 0 && config.rtt_rounds > 0 &&
+         config.cps_seconds > 0 && config.cps_seconds <= 60 && config.idle_conns > 0 &&
+         config.idle_conns <= 5000;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config config;
+  if (!ParseArgs(argc, argv, config)) {
+    std::fprintf(stderr,
+                 "usage: relay_bench [--bulk-mib N] [--rtt-rounds N] [--cps-seconds S<=60]"
+                 " [--idle-conns N<=5000] [--socat PATH]\n");
+    return 2;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  bench::RaiseFdLimit(6 * config.idle_conns + 1024);
+  char dir_template[] = "/tmp/relaybench-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) return 1;
+  std::string dir = dir_template;
+
+  bench::Server server;
+  if (!server.Listen()) return 1;
+  auto tunnel = StartTunnel(dir, server.port(), server.listen_fd());  // before any thread
+  if (!tunnel) {
+    std::fprintf(stderr, "relay_bench: can't start the relay tunnel\n");
+    return 1;
+  }
+  server.Start();
+  auto socat = StartSocat(config, dir, server.port());
+  if (!socat) std::fprintf(stderr, "relay_bench: can't start socat; its column stays empty\n");
+
+  std::array<uint16_t, 3> ports = {server.port(), tunnel->port, socat ? socat->port : uint16_t{0}};
+  int sides = socat ? 3 : 2;
+  auto each = [&](const std::function<double(uint16_t)>& metric) {
+    std::array<double, 3> v = {-1, -1, -1};
+    for (int s = 0; s < sides; ++s)
+      v[static_cast<size_t>(s)] = metric(ports[static_cast<size_t>(s)]);
+    return v;
+  };
+  std::printf(
+      "relay_bench: bulk %llu MiB, %d round trips, %.1f s per connection-rate run, %d idle"
+      " connections; loopback 127.0.0.1\n",
+      static_cast<unsigned long long>(config.bulk_bytes >> 20), config.rtt_rounds,
+      config.cps_seconds, config.idle_conns);
+  std::fflush(stdout);
+
+  std::vector<Row> rows;
+  rows.push_back({"bulk throughput (Gbit/s)",
+                  each([&](uint16_t p) { return BulkGbps(p, config.bulk_bytes); }), 2});
+  rows.push_back({"1-byte RTT median (us)",
+                  each([&](uint16_t p) { return RttMedianUs(p, config.rtt_rounds); }), 1});
+  uint64_t failures = 0;
+  for (int clients : {1, 8}) {
+    std::array<CpsResult, 3> r;
+    for (int s = 0; s < sides; ++s) {
+      r[static_cast<size_t>(s)] =
+          ConnectionsPerSecond(ports[static_cast<size_t>(s)], clients, config.cps_seconds);
+      failures += r[static_cast<size_t>(s)].failures;
+    }
+    auto pick = [&](auto field) {
+      std::array<double, 3> v = {-1, -1, -1};
+      for (int s = 0; s < sides; ++s) v[static_cast<size_t>(s)] = r[static_cast<size_t>(s)].*field;
+      return v;
+    };
+    std::string n = std::to_string(clients) + (clients == 1 ? " client" : " clients");
+    rows.push_back({"connections/s, " + n, pick(&CpsResult::per_sec), 0});
+    rows.push_back({"max connect() ms, " + n, pick(&CpsResult::max_connect_ms), 2});
+  }
+  std::array<double, 3> memory = {-1, -1, -1};
+  memory[1] = KiBPerIdleConnection(tunnel->port, config.idle_conns, {tunnel->pid});
+  if (socat) {
+    memory[2] =
+        KiBPerIdleConnection(socat->port, config.idle_conns, {socat->unix_side, socat->tcp_side});
+  }
+  rows.push_back({"relay Pss per idle conn (KiB)", memory, 2});
+  PrintTable(rows);
+  std::printf("failed connections (all runs): %llu\n", static_cast<unsigned long long>(failures));
+
+  if (socat) {
+    StopProcess(socat->tcp_side);
+    StopProcess(socat->unix_side);
+  }
+  ::close(tunnel->stop_fd);
+  int status = 0;
+  ::waitpid(tunnel->pid, &status, 0);
+  server.Stop();
+  std::filesystem::remove_all(dir);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
