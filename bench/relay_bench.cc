@@ -14,7 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,33 +23,34 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/relay_bench_procs.h"
 #include "bench/relay_bench_server.h"
 #include "relay/endpoint.h"
 #include "relay/event_loop.h"
 #include "relay/host_relay.h"
 #include "relay/relay.h"
 
-extern char** environ;
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using bench::ConnectLoopback;
 using bench::ReadExact;
+using bench::Spawn;
+using bench::StopProcess;
+using bench::TreePssKiB;
 using bench::WriteAll;
 
 struct Config {
@@ -138,43 +139,6 @@ CpsResult ConnectionsPerSecond(uint16_t port, int clients, double seconds) {
   return result;
 }
 
-// ---- memory: proportional set size, so forked socat children share their pages fairly ----
-
-uint64_t PssKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key) {
-    if (key == "Pss:") {
-      in >> value;
-      return value;
-    }
-    in.ignore(1 << 20, '\n');
-  }
-  return 0;
-}
-
-// Sum of the Pss of `roots` and of their direct children (socat's per-connection forks).
-uint64_t TreePssKiB(const std::set<pid_t>& roots) {
-  uint64_t total = 0;
-  for (pid_t root : roots) total += PssKiB(root);
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string line;
-    std::getline(in, line);
-    size_t paren = line.rfind(')');
-    if (paren == std::string::npos) continue;
-    std::istringstream rest(line.substr(paren + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (roots.count(ppid) != 0) total += PssKiB(std::stoi(name));
-  }
-  return total;
-}
-
 // Opens `count` connections, each exchanging one byte (so every hop dialled), keeps them open
 // and returns the Pss growth of the relay processes per connection.
 double KiBPerIdleConnection(uint16_t port, int count, const std::set<pid_t>& relay_pids) {
@@ -217,7 +181,8 @@ int RunTunnel(const std::string& dir, uint16_t server_port, int ready_fd, int st
   route.upstream_override = *upstream;  // loopback on purpose
   auto host = HostRelay::Create(loop->get(), {dir, {route}, limits, "", std::nullopt});
   if (!host) return 2;
-  auto listen_at = SocketAddress::FromIp("127.0.0.1", 0);
+  // SocketAddress takes ports 1..65535 only: pick one that was free a moment ago.
+  auto listen_at = SocketAddress::FromIp("127.0.0.1", bench::FreeLoopbackPort());
   auto target = Endpoint::Unix(dir + "/" + RouteSocketName(0));
   if (!listen_at || !target) return 3;
   auto listener = Endpoint::Tcp(*listen_at).Listen();
@@ -259,26 +224,16 @@ std::optional<Tunnel> StartTunnel(const std::string& dir, uint16_t server_port, 
   ::close(ready[0]);
   if (!ok) {
     ::close(tunnel.stop_fd);
-    ::waitpid(pid, nullptr, 0);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::fprintf(stderr, "relay_bench: tunnel child exited with %d\n",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     return std::nullopt;
   }
   return tunnel;
 }
 
 // ---- the socat chain, with socat's default options ----
-
-pid_t Spawn(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);  // fork-child noise
-  pid_t pid = -1;
-  int err = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return err == 0 ? pid : -1;
-}
 
 bool WaitUntil(const std::function<bool()>& ready) {
   for (int i = 0; i < 500; ++i) {  // 5 s
@@ -320,12 +275,6 @@ std::optional<Socat> StartSocat(const Config& config, const std::string& dir,
   });
   if (!up) return std::nullopt;
   return socat;
-}
-
-void StopProcess(pid_t pid) {
-  if (pid <= 0) return;
-  ::kill(pid, SIGTERM);
-  ::waitpid(pid, nullptr, 0);
 }
 
 // ---- report ----
@@ -390,6 +339,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   ::signal(SIGPIPE, SIG_IGN);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // socat's orphaned forks are reaped here, see below
   bench::RaiseFdLimit(6 * config.idle_conns + 1024);
   char dir_template[] = "/tmp/relaybench-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) return 1;
@@ -400,6 +350,7 @@ int main(int argc, char** argv) {
   auto tunnel = StartTunnel(dir, server.port(), server.listen_fd());  // before any thread
   if (!tunnel) {
     std::fprintf(stderr, "relay_bench: can't start the relay tunnel\n");
+    std::filesystem::remove_all(dir);
     return 1;
   }
   server.Start();
@@ -460,6 +411,7 @@ int main(int argc, char** argv) {
   ::close(tunnel->stop_fd);
   int status = 0;
   ::waitpid(tunnel->pid, &status, 0);
+  bench::ReapChildren();
   server.Stop();
   std::filesystem::remove_all(dir);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;

@@ -166,6 +166,7 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
     case Phase::kAssertUsernsDisabled:
       return "creation of new user namespaces was not disabled as requested";
     case Phase::kCapabilities: return WithErrno("capset failed", f.err);
+    case Phase::kSwitchIds: return WithErrno("Unable to switch to the sandbox uid/gid", f.err);
     case Phase::kLockFile: {
       uint32_t index = f.detail & 0x7fffffffU;
       const std::string& path = index < plan.lock_files.size() ? plan.lock_files[index] : "";

@@ -1,5 +1,6 @@
 #include "runtime/launcher.h"
 
+#include <fcntl.h>
 #include <linux/limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -124,25 +125,6 @@ int WaitForCommand(int pidfd, int status_fd) {
   }
 }
 
-// Kills and reaps the child unless released: a monitor-side failure after clone must not
-// leave a half-built sandbox running on its own.
-class ChildGuard {
- public:
-  explicit ChildGuard(int pidfd) : pidfd_(pidfd) {}
-  ChildGuard(const ChildGuard&) = delete;
-  ChildGuard& operator=(const ChildGuard&) = delete;
-  ~ChildGuard() {
-    if (pidfd_ < 0) return;
-    base::PidfdSendSignal(pidfd_, SIGKILL);
-    siginfo_t info{};
-    ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_), &info, WEXITED);
-  }
-  void Release() { pidfd_ = -1; }
-
- private:
-  int pidfd_;
-};
-
 // Reads the child's SetupFailure, if any. nullopt: EOF without bytes, the command runs.
 std::optional<Error> ReadFailure(int report_fd, const Plan& plan) {
   SetupFailure failure;
@@ -161,14 +143,47 @@ std::optional<Error> ReadFailure(int report_fd, const Plan& plan) {
   return Error::Message(RenderFailure(plan, failure, text));
 }
 
+// Root callers' sandboxes run as an unprivileged host uid: only the monitor, still in
+// the initial user namespace with CAP_SETUID, may write such a map.
+base::Status WriteIdMapsFromParent(pid_t pid, const UserNamespacePlan& ns) {
+  auto write = [pid](const char* file, const IdMapping& m) -> base::Status {
+    std::string path = fmt::format("/proc/{}/{}", pid, file);
+    std::string line = fmt::format("{} {} 1\n", m.inside, m.outside);
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd || ::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+      return base::ErrnoError(fmt::format("setting up {}", file));
+    }
+    return {};
+  };
+  if (auto st = write("uid_map", ns.uid); !st) return st;
+  return write("gid_map", ns.gid);
+}
+
 }  // namespace
 
-base::Result<int> Launch(const Plan& plan) {
+StartedSandbox::~StartedSandbox() {
+  if (done_ || !pidfd_) return;
+  base::PidfdSendSignal(pidfd_.get(), SIGKILL);
+  siginfo_t info{};
+  ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
+}
+
+int StartedSandbox::Wait() {
+  int code = WaitForCommand(pidfd_.get(), status_fd_.get());
+  done_ = true;
+  PublishExitCode(*plan_, code);
+  return code;
+}
+
+void StartedSandbox::Signal(int sig) const { base::PidfdSendSignal(pidfd_.get(), sig); }
+
+base::Result<StartedSandbox> Start(const Plan& plan) {
   if (!IsSingleThreaded()) return Error(EDEADLK, "Refusing to clone from a multi-threaded process");
   ChildMemory memory(plan);
   auto report = base::MakePipe();
   if (!report) return report.error();
-  bool parent_first = plan.info_fd || plan.json_status_fd || plan.userns_block_fd;
+  bool parent_maps = plan.userns && plan.userns->written_by_parent;
+  bool parent_first = plan.info_fd || plan.json_status_fd || plan.userns_block_fd || parent_maps;
   base::FdPair go, status;
   if (parent_first) {
     auto p = base::MakePipe();
@@ -210,13 +225,15 @@ base::Result<int> Launch(const Plan& plan) {
     launch.failure_text = memory.failure_text.data();
     child::ChildMain(launch);
   }
-  UniqueFd pidfd(raw_pidfd);
-  ChildGuard guard(pidfd.get());
+  StartedSandbox sandbox(plan, pid, UniqueFd(raw_pidfd), std::move(status.read_end));
   report->write_end.reset();
   go.read_end.reset();
   status.write_end.reset();
   self_pidfd.reset();
 
+  if (parent_maps) {
+    if (auto st = WriteIdMapsFromParent(pid, *plan.userns); !st) return st.error();
+  }
   if (auto st = PublishNamespaceInfo(plan, pid); !st) return st.error();
   if (plan.userns_block_fd) {
     char byte;
@@ -225,10 +242,13 @@ base::Result<int> Launch(const Plan& plan) {
   go.write_end.reset();  // releases the child
 
   if (auto failure = ReadFailure(report->read_end.get(), plan)) return *failure;
-  int code = WaitForCommand(pidfd.get(), status.read_end.get());
-  guard.Release();
-  PublishExitCode(plan, code);
-  return code;
+  return sandbox;
+}
+
+base::Result<int> Launch(const Plan& plan) {
+  auto sandbox = Start(plan);
+  if (!sandbox) return sandbox.error();
+  return sandbox->Wait();
 }
 
 }  // namespace sbx::runtime

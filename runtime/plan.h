@@ -41,6 +41,10 @@ struct UserNamespacePlan {
   std::optional<IdMapping> second_uid;
   std::optional<IdMapping> second_gid;
   bool limit_nested_userns = false;  // --disable-userns: max_user_namespaces=1 first
+  // The monitor writes the maps (a root caller mapping an unprivileged host uid, which
+  // only a process outside the namespace may do); the child then switches to the
+  // sandbox ids itself after setup.
+  bool written_by_parent = false;
 };
 
 // A SpecOp with every default filled in and every host path made absolute.

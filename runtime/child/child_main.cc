@@ -138,7 +138,7 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   // Host /proc stays reachable through this fd after the pivot (id maps of the nested
   // user namespace, max_user_namespaces).
   int proc_fd = ::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (plan.userns) {
+  if (plan.userns && !plan.userns->written_by_parent) {
     Check(launch, Phase::kUidMap, WriteIdMaps(proc_fd, plan.userns->uid, plan.userns->gid,
                                               /*deny_setgroups=*/true));
   }
@@ -156,6 +156,9 @@ void ChildMain(const ChildLaunch& launch) noexcept {
     Check(launch, Phase::kAssertUsernsDisabled, ::unshare(CLONE_NEWUSER) == 0 ? EEXIST : 0);
   }
   ::close(proc_fd);
+  if (plan.userns && plan.userns->written_by_parent) {
+    Check(launch, Phase::kSwitchIds, SwitchToSandboxIds(plan));
+  }
   RunCommandPhases(launch);
 }
 

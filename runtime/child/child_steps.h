@@ -30,6 +30,11 @@ StepResult ConfigureLoopback() noexcept;
 // After the pivot: the nested user namespace of UserNamespacePlan::second_*.
 StepResult EnterSecondUserNamespace(const Plan& plan, int proc_fd) noexcept;
 
+// With parent-written maps: drops supplementary groups and switches to the sandbox's
+// uid/gid, keeping the capabilities (the namespace's uid 0 is not mapped, so the kernel's
+// "leaving root" rule does not apply).
+int SwitchToSandboxIds(const Plan& plan) noexcept;
+
 // Capabilities, --block-fd, --seccomp, chdir, setsid, the reaper fork and exec.
 [[noreturn]] void RunCommandPhases(const ChildLaunch& launch) noexcept;
 

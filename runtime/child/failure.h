@@ -25,6 +25,7 @@ enum class Phase : uint32_t {
   kSecondUserns,
   kDisableUserns,
   kAssertUsernsDisabled,
+  kSwitchIds,
   kCapabilities,
   kLockFile,
   kBlockFd,

@@ -1,5 +1,6 @@
 // Id maps and the nested user namespace, for the child after clone.
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -64,6 +65,13 @@ StepResult EnterSecondUserNamespace(const Plan& plan, int proc_fd) noexcept {
   IdMapping uid = ns.second_uid.value_or(IdMapping{plan.sandbox_uid, ns.uid.inside});
   IdMapping gid = ns.second_gid.value_or(IdMapping{plan.sandbox_gid, ns.gid.inside});
   return WriteIdMaps(proc_fd, uid, gid, false);
+}
+
+int SwitchToSandboxIds(const Plan& plan) noexcept {
+  if (::setgroups(0, nullptr) != 0) return errno;
+  if (::setresgid(plan.sandbox_gid, plan.sandbox_gid, plan.sandbox_gid) != 0) return errno;
+  if (::setresuid(plan.sandbox_uid, plan.sandbox_uid, plan.sandbox_uid) != 0) return errno;
+  return 0;
 }
 
 }  // namespace sbx::runtime::child

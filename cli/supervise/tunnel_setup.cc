@@ -1,0 +1,101 @@
+#include "cli/supervise/tunnel_setup.h"
+
+#include <linux/capability.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <utility>
+
+#include "netns/loopback.h"
+#include "netns/ownership.h"
+#include "relay/endpoint.h"
+#include "runtime/security/capabilities.h"
+
+namespace sbx::cli {
+namespace {
+
+using base::Error;
+using base::ErrnoError;
+using base::Result;
+using base::Status;
+using base::UniqueFd;
+
+// PR_CAPBSET_DROP stops at EINVAL past the kernel's last cap, so asking for every CapBits
+// bit needs no read of /proc/sys/kernel/cap_last_cap.
+constexpr int kLastCapToDrop = 63;
+
+// Prefixes an error with the route it concerns, keeping its errno.
+Error ForRoute(const SuperviseRoute& route, const Error& error) {
+  return Error(error.err(), "route " + route.text + ": " + error.op(), error.subject());
+}
+
+Status CheckCapSetsEmpty() {
+  __user_cap_header_struct header{};
+  header.version = _LINUX_CAPABILITY_VERSION_3;
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return ErrnoError("Can't read capabilities");
+  for (const auto& half : data) {
+    if (half.permitted != 0 || half.effective != 0 || half.inheritable != 0) {
+      return Error(EPERM, "Capabilities still held after dropping them");
+    }
+  }
+  for (int cap = 0; cap <= kLastCapToDrop; ++cap) {
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1) {
+      return Error(EPERM, "Ambient capability still set after dropping it:",
+                   std::to_string(cap));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status EnterPrivateNetwork() {
+  if (::unshare(CLONE_NEWNET) != 0) return ErrnoError("Can't unshare", "the network namespace");
+  if (auto owned = netns::CheckNetnsOwnedByOwnUserns(); !owned) return owned.error();
+  if (auto failure = netns::BringUpLoopback()) return netns::ToError(*failure);
+  return {};
+}
+
+Result<std::vector<UniqueFd>> ListenAndProbeRoutes(const SuperviseConfig& config) {
+  std::vector<UniqueFd> listeners;
+  listeners.reserve(config.routes.size());
+  // Every listener is bound before the first probe: a bind failure is a local problem and
+  // should be reported without first waiting on a slow relay.
+  for (const SuperviseRoute& route : config.routes) {
+    auto fd = relay::Endpoint::Tcp(route.listen).Listen();
+    if (!fd) return ForRoute(route, fd.error());
+    listeners.push_back(std::move(*fd));
+  }
+  for (const SuperviseRoute& route : config.routes) {
+    if (auto probe = route.target.Probe(config.probe_timeout); !probe) {
+      return ForRoute(route, probe.error());
+    }
+  }
+  return listeners;
+}
+
+Status DropAllPrivileges() {
+  // Ambient first, explicitly: it is what exec would hand to the agent.
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
+    return ErrnoError("Can't clear the ambient capabilities");
+  }
+  // The bounding set can only shrink while CAP_SETPCAP is still effective: before capset.
+  if (int err = runtime::DropBoundingSet(0, kLastCapToDrop); err != 0) {
+    return Error(err, "Can't drop the capability bounding set");
+  }
+  if (int err = runtime::ClearAllCaps(/*tolerate_eperm=*/false); err != 0) {
+    return Error(err, "Can't drop capabilities");
+  }
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return ErrnoError("Can't set no_new_privs");
+  // Non-dumpable: /proc/1/mem and ptrace need CAP_SYS_PTRACE over our user namespace, which
+  // the agent never has. Reset by exec, so the agent itself stays dumpable.
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return ErrnoError("Can't make the process non-dumpable");
+  return CheckCapSetsEmpty();
+}
+
+}  // namespace sbx::cli

@@ -1,0 +1,126 @@
+#include "cli/supervise/routes.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace sbx::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct RouteCase {
+  const char* text;
+  const char* listen;  // nullptr: rejected
+  const char* path_or_error;
+};
+
+TEST(ParseRouteTest, Table) {
+  const RouteCase cases[] = {
+      {"127.77.0.2:443=/run/ateam-tunnel/route-0.sock", "127.77.0.2:443",
+       "/run/ateam-tunnel/route-0.sock"},
+      {"127.77.0.254:8443=/r.sock", "127.77.0.254:8443", "/r.sock"},
+      {"127.77.0.9:1=/a=b.sock", "127.77.0.9:1", "/a=b.sock"},  // first '=' splits
+      {"127.77.0.2:443", nullptr, "expected ADDR:PORT=SOCKET_PATH"},
+      {"127.77.0.2=/r.sock", nullptr, "bad --route '127.77.0.2=/r.sock'"},
+      {"127.77.0.2:0=/r.sock", nullptr, "127.77.0.2:0"},
+      {"127.77.0.2:65536=/r.sock", nullptr, "65536"},
+      {"127.0.0.1:443=/r.sock", nullptr, "outside 127.77.0.0/24"},
+      {"10.0.0.1:443=/r.sock", nullptr, "outside 127.77.0.0/24"},
+      {"127.77.1.2:443=/r.sock", nullptr, "outside 127.77.0.0/24"},
+      {"127.77.0.1:443=/r.sock", nullptr, "outside 127.77.0.0/24"},
+      {"127.77.0.0:443=/r.sock", nullptr, "outside 127.77.0.0/24"},
+      {"127.77.0.255:443=/r.sock", nullptr, "outside 127.77.0.0/24"},
+      {"[::1]:443=/r.sock", nullptr, "outside 127.77.0.0/24"},
+      {"example.com:443=/r.sock", nullptr, "bad --route"},
+      {"127.77.0.2:443=", nullptr, "must be absolute"},
+      {"127.77.0.2:443=route.sock", nullptr, "must be absolute"},
+  };
+  for (const RouteCase& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto route = ParseRoute(c.text);
+    if (c.listen == nullptr) {
+      ASSERT_FALSE(route.ok());
+      EXPECT_THAT(route.error().Render(), HasSubstr(c.path_or_error));
+      EXPECT_EQ(route.error().Render().find('\n'), std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(route.ok()) << route.error().Render();
+    EXPECT_EQ(route->listen.ToString(), c.listen);
+    ASSERT_TRUE(route->target.is_unix());
+    EXPECT_EQ(route->target.unix_path(), c.path_or_error);
+    EXPECT_EQ(route->text, c.text);
+  }
+}
+
+TEST(ParseRouteTest, RejectsAPathTooLongForSockaddrUn) {
+  auto route = ParseRoute("127.77.0.2:443=/" + std::string(200, 'x'));
+  ASSERT_FALSE(route.ok());
+  EXPECT_THAT(route.error().Render(), HasSubstr("too long"));
+}
+
+base::Result<SuperviseConfig> Parse(std::vector<std::string> args) {
+  return ParseSuperviseArgs(args);
+}
+
+TEST(ParseSuperviseArgsTest, RoutesTimeoutAndCommand) {
+  auto config = Parse({"--route", "127.77.0.2:443=/a.sock", "--route=127.77.0.3:443=/b.sock",
+                       "--probe-timeout-ms", "250", "--", "claude", "--print", "-x"});
+  ASSERT_TRUE(config.ok()) << config.error().Render();
+  ASSERT_EQ(config->routes.size(), 2U);
+  EXPECT_EQ(config->routes[0].listen.ToString(), "127.77.0.2:443");
+  EXPECT_EQ(config->routes[1].target.unix_path(), "/b.sock");
+  EXPECT_EQ(config->probe_timeout.count(), 250);
+  EXPECT_EQ(config->command, (std::vector<std::string>{"claude", "--print", "-x"}));
+  EXPECT_FALSE(config->help);
+}
+
+TEST(ParseSuperviseArgsTest, DefaultsAndCommandWithoutDashDash) {
+  auto config = Parse({"/bin/true", "--route", "x"});
+  ASSERT_TRUE(config.ok()) << config.error().Render();
+  EXPECT_TRUE(config->routes.empty());
+  EXPECT_EQ(config->probe_timeout, kDefaultProbeTimeout);
+  EXPECT_EQ(config->command, (std::vector<std::string>{"/bin/true", "--route", "x"}));
+}
+
+TEST(ParseSuperviseArgsTest, Help) {
+  auto config = Parse({"--help"});
+  ASSERT_TRUE(config.ok());
+  EXPECT_TRUE(config->help);
+  EXPECT_THAT(std::string(SuperviseUsage()), HasSubstr("--route ADDR:PORT=SOCKET_PATH"));
+}
+
+TEST(ParseSuperviseArgsTest, Errors) {
+  const std::vector<std::pair<std::vector<std::string>, const char*>> cases = {
+      {{}, "no command given"},
+      {{"--route", "127.77.0.2:443=/a.sock"}, "no command given"},
+      {{"--route", "127.77.0.2:443=/a.sock", "--"}, "no command given"},
+      {{"--route"}, "--route needs a value"},
+      {{"--route", "127.0.0.1:443=/a.sock", "--", "x"}, "outside 127.77.0.0/24"},
+      {{"--route", "127.77.0.2:443=/a.sock", "--route", "127.77.0.2:443=/b.sock", "--", "x"},
+       "used twice"},
+      {{"--probe-timeout-ms", "0", "--", "x"}, "bad --probe-timeout-ms '0'"},
+      {{"--probe-timeout-ms", "12x", "--", "x"}, "bad --probe-timeout-ms"},
+      {{"--probe-timeout-ms=", "--", "x"}, "bad --probe-timeout-ms"},
+      {{"--probe-timeout-ms", "600001", "--", "x"}, "expected 1..600000"},
+      {{"--routes", "127.77.0.2:443=/a.sock", "--", "x"}, "unknown option '--routes'"},
+      {{"-v", "--", "x"}, "unknown option '-v'"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto config = Parse(args);
+    ASSERT_FALSE(config.ok()) << message;
+    EXPECT_THAT(config.error().Render(), HasSubstr(message));
+  }
+}
+
+TEST(ParseSuperviseArgsTest, SamePortOnTwoAddressesIsFine) {
+  auto config = Parse({"--route", "127.77.0.2:443=/a.sock", "--route", "127.77.0.3:443=/a.sock",
+                       "--route", "127.77.0.2:80=/c.sock", "--", "x"});
+  ASSERT_TRUE(config.ok()) << config.error().Render();
+  EXPECT_EQ(config->routes.size(), 3U);
+}
+
+}  // namespace
+}  // namespace sbx::cli

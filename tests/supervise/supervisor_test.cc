@@ -1,0 +1,188 @@
+// End-to-end tests of the supervisor: each run is pid 1 of fresh user + mount + pid
+// namespaces (sandbox_harness.h), relaying to an echo server in the test's own namespaces.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli/supervise/supervise_command.h"
+#include "runtime/base/unique_fd.h"
+#include "tests/supervise/sandbox_harness.h"
+
+namespace sbx::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::EchoServer;
+using testing::RunSupervisorInSandbox;
+using testing::SandboxRun;
+
+constexpr char kRouteAddress[] = "127.77.0.2:443";
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/sbx-supervise-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    socket_path_ = dir_ + "/route-0.sock";
+  }
+  void TearDown() override {
+    echo_.reset();
+    ::unlink(socket_path_.c_str());
+    ::rmdir(dir_.c_str());
+  }
+
+  void StartEcho() {
+    echo_ = std::make_unique<EchoServer>(socket_path_);
+    ASSERT_EQ(echo_->error(), "");
+  }
+
+  std::vector<std::string> RouteArgs() const {
+    return {"--route", std::string(kRouteAddress) + "=" + socket_path_, "--probe-timeout-ms",
+            "2000", "--"};
+  }
+
+  static std::vector<std::string> Concat(std::vector<std::string> a,
+                                         const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+
+  std::string dir_;
+  std::string socket_path_;
+  std::unique_ptr<EchoServer> echo_;
+};
+
+// A listener on the host's 127.0.0.1, which the agent must not reach.
+base::UniqueFd HostListener(uint16_t* port) {
+  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::listen(fd.get(), 8) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return {};
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+TEST_F(SupervisorTest, RelaysTheRouteAndExitsWithTheAgentsCode) {
+  StartEcho();
+  uint16_t host_port = 0;
+  base::UniqueFd host = HostListener(&host_port);
+  ASSERT_TRUE(host);
+  SandboxRun run = RunSupervisorInSandbox(
+      Concat(RouteArgs(), {SBX_TUNNEL_CLIENT, kRouteAddress, std::to_string(host_port),
+                           "127.77.0.3:443", "42"}));
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 42) << run.stderr_text;
+  EXPECT_EQ(run.stderr_text, "");
+}
+
+TEST_F(SupervisorTest, AgentKilledBySignalGives128PlusSignal) {
+  StartEcho();
+  SandboxRun run = RunSupervisorInSandbox(Concat(RouteArgs(), {"/bin/sh", "-c", "kill -9 $$"}));
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 128 + 9) << run.stderr_text;
+}
+
+TEST_F(SupervisorTest, FailedProbeIsFatalAndNamesTheRoute) {
+  // No echo server: nothing listens on the route's socket.
+  SandboxRun run = RunSupervisorInSandbox(
+      Concat(RouteArgs(), {"/bin/sh", "-c", "echo agent-ran >&2; exit 0"}));
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, kSuperviseSetupFailedExit);
+  EXPECT_THAT(run.stderr_text, HasSubstr("ateam-sandbox supervise: route " +
+                                         std::string(kRouteAddress) + "=" + socket_path_));
+  EXPECT_THAT(run.stderr_text, HasSubstr("No such file or directory"));
+  EXPECT_THAT(run.stderr_text, ::testing::Not(HasSubstr("agent-ran")));
+  EXPECT_EQ(run.stderr_text.find('\n'), run.stderr_text.size() - 1) << "one line";
+}
+
+TEST_F(SupervisorTest, CommandThatCannotRunExits127) {
+  SandboxRun run = RunSupervisorInSandbox({"--", "/nonexistent/agent", "x"});
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 127);
+  EXPECT_EQ(run.stderr_text,
+            "ateam-sandbox supervise: cannot run /nonexistent/agent: No such file or directory\n");
+}
+
+TEST_F(SupervisorTest, AgentRunsWithoutCapabilitiesInAFreshNetns) {
+  // CapEff/CapPrm/CapBnd/CapAmb all zero, NoNewPrivs 1, and only lo (and its addresses).
+  const char* script =
+      "grep -q '^CapPrm:[[:space:]]*0*$' /proc/self/status || exit 11; "
+      "grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status || exit 12; "
+      "grep -q '^CapBnd:[[:space:]]*0*$' /proc/self/status || exit 13; "
+      "grep -q '^CapAmb:[[:space:]]*0*$' /proc/self/status || exit 14; "
+      "grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/self/status || exit 15; "
+      "[ \"$(grep -c : /proc/net/dev)\" = 1 ] || exit 16; "
+      "grep -q '^ *lo:' /proc/net/dev || exit 17; "
+      "exit 0";
+  SandboxRun run = RunSupervisorInSandbox({"--", "/bin/sh", "-c", script});
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 0) << run.stderr_text;
+}
+
+TEST_F(SupervisorTest, ReapsOrphans) {
+  // The subshell exits at once, so `sleep` is re-parented to pid 1; once it exits, nothing
+  // in the sandbox may stay a zombie.
+  const char* script =
+      "(sleep 0.1 &); sleep 0.6; "
+      "if grep -q ') Z ' /proc/[0-9]*/stat 2>/dev/null; then exit 1; fi; exit 5";
+  SandboxRun run = RunSupervisorInSandbox({"--", "/bin/sh", "-c", script});
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 5) << run.stderr_text;
+}
+
+TEST_F(SupervisorTest, ForwardsSigtermToTheAgent) {
+  const char* script = "trap 'exit 7' TERM; kill -TERM 1; while :; do sleep 0.05; done";
+  SandboxRun run = RunSupervisorInSandbox({"--", "/bin/sh", "-c", script});
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 7) << run.stderr_text;
+}
+
+TEST_F(SupervisorTest, SecondSignalEndsTheSupervisorAtOnce) {
+  // The agent ignores the forwarded SIGINT; the second stop signal ends everything.
+  const char* script = "trap '' INT; kill -INT 1; sleep 0.5; kill -TERM 1; sleep 20";
+  SandboxRun run = RunSupervisorInSandbox({"--", "/bin/sh", "-c", script});
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 128 + 15) << run.stderr_text;
+}
+
+TEST(SuperviseCommandTest, BadInputIsOneLineAndExit125) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"--route", "10.0.0.1:443=/x.sock", "--", "true"},
+      {"--route", "127.77.0.2:443", "--", "true"},
+  };
+  for (const auto& args : cases) {
+    ::testing::internal::CaptureStderr();
+    const int code = RunSuperviseCommand(args);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, kSuperviseSetupFailedExit);
+    EXPECT_THAT(err, ::testing::StartsWith("ateam-sandbox supervise: "));
+    EXPECT_EQ(err.find('\n'), err.size() - 1) << err;
+  }
+}
+
+}  // namespace
+}  // namespace sbx::cli
