@@ -82,11 +82,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     bool ok = true;
-    if (flag == "--a") ok = ParseSide(argv[i + 1], &a);
-    else if (flag == "--b") ok = ParseSide(argv[i + 1], &b);
-    else if (flag == "--runs") runs = std::atoi(argv[i + 1]);
-    else if (flag == "--warmup") warmup = std::atoi(argv[i + 1]);
-    else ok = false;
+    if (flag == "--a")
+      ok = ParseSide(argv[i + 1], &a);
+    else if (flag == "--b")
+      ok = ParseSide(argv[i + 1], &b);
+    else if (flag == "--runs")
+      runs = std::atoi(argv[i + 1]);
+    else if (flag == "--warmup")
+      warmup = std::atoi(argv[i + 1]);
+    else
+      ok = false;
     if (!ok) {
       std::fprintf(stderr, "usage: startup_bench --a NAME=PATH --b NAME=PATH [--runs N]\n");
       return 2;

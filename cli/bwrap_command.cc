@@ -105,11 +105,19 @@ int RunBwrapCommand(std::string_view argv0, std::span<const std::string> args,
   BwrapParse parse = ParseBwrapArgs(args, CurrentEnvironment(), *host);
   for (const auto& line : parse.diagnostics) fmt::print(stderr, "{}\n", line);
   switch (parse.outcome) {
-    case BwrapOutcome::kHelp: fmt::print("{}", BwrapUsage(argv0)); return 0;
-    case BwrapOutcome::kVersion: fmt::print("{}\n", kBwrapVersionText); return 0;
-    case BwrapOutcome::kUsageError: fmt::print(stderr, "{}", BwrapUsage(argv0)); return 1;
-    case BwrapOutcome::kFatal: return 1;
-    case BwrapOutcome::kRun: break;
+    case BwrapOutcome::kHelp:
+      fmt::print("{}", BwrapUsage(argv0));
+      return 0;
+    case BwrapOutcome::kVersion:
+      fmt::print("{}\n", kBwrapVersionText);
+      return 0;
+    case BwrapOutcome::kUsageError:
+      fmt::print(stderr, "{}", BwrapUsage(argv0));
+      return 1;
+    case BwrapOutcome::kFatal:
+      return 1;
+    case BwrapOutcome::kRun:
+      break;
   }
   auto plan = runtime::CompilePlan(parse.spec, *host);
   if (!plan) {

@@ -22,8 +22,9 @@ std::string OldRoot(const std::string& source) { return fmt::format("/oldroot{}"
 
 std::string WithErrno(const std::string& text, int err) {
   if (err == ENOSPC) {
-    return text + ": Limit exceeded (ENOSPC). (Hint: Check that /proc/sys/fs/mount-max is "
-                  "sufficient, typically 100000)";
+    return text +
+           ": Limit exceeded (ENOSPC). (Hint: Check that /proc/sys/fs/mount-max is "
+           "sufficient, typically 100000)";
   }
   return err != 0 ? fmt::format("{}: {}", text, StrError(err)) : text;
 }
@@ -52,9 +53,8 @@ struct OpMessage {
     if (auto m = DestinationMessage(dest, stage(), f.err)) return *m;
     const char* what = stage() == Stage::kSetAttr ? "Unable to apply mount flags"
                                                   : "Unable to mount source on destination";
-    return WithErrno(fmt::format("Can't bind mount {} on {}: {}", OldRoot(source), NewRoot(dest),
-                                 what),
-                     f.err);
+    return WithErrno(
+        fmt::format("Can't bind mount {} on {}: {}", OldRoot(source), NewRoot(dest), what), f.err);
   }
   std::string Mount(const char* fs, const std::string& dest) const {
     if (auto m = DestinationMessage(dest, stage(), f.err)) return *m;
@@ -73,8 +73,8 @@ struct OpMessage {
                          where, where);
     }
     if (stage() == Stage::kOpenDest) {
-      return WithErrno(
-          fmt::format("Can't remount readonly on {}: realpath(destination)", where), f.err);
+      return WithErrno(fmt::format("Can't remount readonly on {}: realpath(destination)", where),
+                       f.err);
     }
     return WithErrno(fmt::format("Can't remount readonly on {}", where), f.err);
   }
@@ -136,8 +136,10 @@ struct OpMessage {
 
 std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
   switch (static_cast<Phase>(f.step)) {
-    case Phase::kWaitForParent: return WithErrno("Failed to wait for the monitor", f.err);
-    case Phase::kDeathSignal: return WithErrno("prctl(PR_SET_PDEATHSIG)", f.err);
+    case Phase::kWaitForParent:
+      return WithErrno("Failed to wait for the monitor", f.err);
+    case Phase::kDeathSignal:
+      return WithErrno("prctl(PR_SET_PDEATHSIG)", f.err);
     case Phase::kUidMap:
     case Phase::kSetgroups:
     case Phase::kGidMap: {
@@ -146,34 +148,41 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
       return WithErrno(kWhat[std::min<uint32_t>(f.detail, 2)], f.err);
     }
     case Phase::kLoopback:
-      return WithErrno(
-          netns::LoopbackStepMessage(static_cast<netns::LoopbackStep>(f.detail)), f.err);
-    case Phase::kMakeRootSlave: return WithErrno("Failed to make / slave", f.err);
-    case Phase::kSetupRoot: return WithErrno("Failed to mount tmpfs", f.err);
-    case Phase::kPivotRoot:
-      return WithErrno(f.stage == static_cast<uint32_t>(Stage::kMount) ? "unmount old root"
-                                                                        : "pivot_root",
+      return WithErrno(netns::LoopbackStepMessage(static_cast<netns::LoopbackStep>(f.detail)),
                        f.err);
-    case Phase::kUnmountOldRoot: return WithErrno("unmount old root", f.err);
+    case Phase::kMakeRootSlave:
+      return WithErrno("Failed to make / slave", f.err);
+    case Phase::kSetupRoot:
+      return WithErrno("Failed to mount tmpfs", f.err);
+    case Phase::kPivotRoot:
+      return WithErrno(
+          f.stage == static_cast<uint32_t>(Stage::kMount) ? "unmount old root" : "pivot_root",
+          f.err);
+    case Phase::kUnmountOldRoot:
+      return WithErrno("unmount old root", f.err);
     case Phase::kSecondUserns: {
-      static constexpr const char* kWhat[] = {"setting up uid map", "error writing to setgroups",
-                                              "setting up gid map",
-                                              "cannot open /proc/sys/user/max_user_namespaces",
-                                              "unshare user ns", "Dropping capabilities"};
+      static constexpr const char* kWhat[] = {
+          "setting up uid map", "error writing to setgroups",
+          "setting up gid map", "cannot open /proc/sys/user/max_user_namespaces",
+          "unshare user ns",    "Dropping capabilities"};
       return WithErrno(kWhat[std::min<uint32_t>(f.detail, 5)], f.err);
     }
     case Phase::kDisableUserns:
     case Phase::kAssertUsernsDisabled:
       return "creation of new user namespaces was not disabled as requested";
-    case Phase::kCapabilities: return WithErrno("capset failed", f.err);
-    case Phase::kSwitchIds: return WithErrno("Unable to switch to the sandbox uid/gid", f.err);
+    case Phase::kCapabilities:
+      return WithErrno("capset failed", f.err);
+    case Phase::kSwitchIds:
+      return WithErrno("Unable to switch to the sandbox uid/gid", f.err);
     case Phase::kLockFile: {
       uint32_t index = f.detail & 0x7fffffffU;
       const std::string& path = index < plan.lock_files.size() ? plan.lock_files[index] : "";
-      const char* what = (f.detail & 0x80000000U) != 0 ? "Unable to lock file" : "Unable to open lock file";
+      const char* what =
+          (f.detail & 0x80000000U) != 0 ? "Unable to lock file" : "Unable to open lock file";
       return WithErrno(fmt::format("{} {}", what, path), f.err);
     }
-    case Phase::kBlockFd: return WithErrno("Failed to read from --block-fd", f.err);
+    case Phase::kBlockFd:
+      return WithErrno("Failed to read from --block-fd", f.err);
     case Phase::kReadSeccomp:
       if (f.stage == static_cast<uint32_t>(Stage::kWriteData)) {
         return "Invalid seccomp data, must be multiple of 8";
@@ -188,9 +197,12 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
       return WithErrno("Unable to set up system call filtering as requested", f.err);
     case Phase::kChdir:
       return WithErrno(fmt::format("Can't chdir to {}", plan.cwd_candidates.front()), f.err);
-    case Phase::kNewSession: return WithErrno("setsid", f.err);
-    case Phase::kForkReaper: return WithErrno("Can't fork for pid 1", f.err);
-    case Phase::kExec: return WithErrno(fmt::format("execvp {}", plan.exec_file), f.err);
+    case Phase::kNewSession:
+      return WithErrno("setsid", f.err);
+    case Phase::kForkReaper:
+      return WithErrno("Can't fork for pid 1", f.err);
+    case Phase::kExec:
+      return WithErrno(fmt::format("execvp {}", plan.exec_file), f.err);
   }
   return WithErrno(fmt::format("setup step {:#x} failed", f.step), f.err);
 }

@@ -22,9 +22,9 @@ struct HostFacts {
   int cap_last_cap = 40;
   uid_t overflow_uid = 65534;
   gid_t overflow_gid = 65534;
-  bool user_namespaces = true;    // a new user namespace can be created
-  bool cgroup_namespaces = true;  // the kernel has cgroup namespaces
-  std::string cwd;                // the caller's working directory ("" if unknown)
+  bool user_namespaces = true;            // a new user namespace can be created
+  bool cgroup_namespaces = true;          // the kernel has cgroup namespaces
+  std::string cwd;                        // the caller's working directory ("" if unknown)
   std::optional<std::string> stdout_tty;  // device path when stdout is a terminal
 
   [[nodiscard]] bool IsRoot() const { return uid == 0; }

@@ -86,8 +86,8 @@ pid_t CloneChild(const Plan& plan, int* pidfd) {
   args.exit_signal = SIGCHLD;
   pid_t pid = base::Clone3(&args);
   if (pid >= 0 || errno != ENOSYS) return pid;
-  pid = static_cast<pid_t>(::syscall(SYS_clone, plan.clone_flags | SIGCHLD, nullptr, nullptr,
-                                     nullptr, nullptr));
+  pid = static_cast<pid_t>(
+      ::syscall(SYS_clone, plan.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (pid > 0) *pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   return pid;
 }

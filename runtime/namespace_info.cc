@@ -3,8 +3,8 @@
 #include <sched.h>
 #include <sys/stat.h>
 
-#include <cerrno>
 #include <unistd.h>
+#include <cerrno>
 
 #include <fmt/format.h>
 
@@ -15,9 +15,9 @@ struct NamespaceName {
   const char* name;
   uint64_t flag;  // 0: always reported
 };
-constexpr NamespaceName kNamespaces[] = {{"cgroup", CLONE_NEWCGROUP}, {"ipc", CLONE_NEWIPC},
-                                         {"mnt", 0},                  {"net", CLONE_NEWNET},
-                                         {"pid", CLONE_NEWPID},       {"uts", CLONE_NEWUTS}};
+constexpr NamespaceName kNamespaces[] = {
+    {"cgroup", CLONE_NEWCGROUP}, {"ipc", CLONE_NEWIPC}, {"mnt", 0},
+    {"net", CLONE_NEWNET},       {"pid", CLONE_NEWPID}, {"uts", CLONE_NEWUTS}};
 
 int WriteAll(int fd, const std::string& text) {
   for (size_t off = 0; off < text.size();) {

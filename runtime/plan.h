@@ -85,9 +85,9 @@ struct Plan {
   std::vector<std::string> cwd_candidates;
   bool chdir_is_explicit = false;
 
-  std::string exec_file;          // looked up in PATH of `env` when it has no '/'
-  std::vector<std::string> argv;  // argv[0] is --argv0 when given
-  std::vector<std::string> env;   // without PWD; the child appends PWD=<cwd>
+  std::string exec_file;                  // looked up in PATH of `env` when it has no '/'
+  std::vector<std::string> argv;          // argv[0] is --argv0 when given
+  std::vector<std::string> env;           // without PWD; the child appends PWD=<cwd>
   std::optional<std::string> stdout_tty;  // --dev binds it as /dev/console
 };
 

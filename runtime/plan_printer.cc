@@ -62,8 +62,8 @@ struct Describer {
 
 std::string Namespaces(uint64_t flags) {
   static constexpr std::pair<uint64_t, const char*> kNames[] = {
-      {CLONE_NEWUSER, "user"}, {CLONE_NEWNS, "mnt"},   {CLONE_NEWPID, "pid"},
-      {CLONE_NEWNET, "net"},   {CLONE_NEWIPC, "ipc"},  {CLONE_NEWUTS, "uts"},
+      {CLONE_NEWUSER, "user"},    {CLONE_NEWNS, "mnt"},  {CLONE_NEWPID, "pid"},
+      {CLONE_NEWNET, "net"},      {CLONE_NEWIPC, "ipc"}, {CLONE_NEWUTS, "uts"},
       {CLONE_NEWCGROUP, "cgroup"}};
   std::vector<std::string> names;
   for (const auto& [flag, name] : kNames) {
@@ -94,7 +94,8 @@ std::string PrintPlan(const Plan& plan) {
     }
   }
   line(fmt::format("sandbox ids: {}:{}", plan.sandbox_uid, plan.sandbox_gid));
-  for (size_t i = 0; i < plan.ops.size(); ++i) line(fmt::format("op {}: {}", i, Describe(plan.ops[i])));
+  for (size_t i = 0; i < plan.ops.size(); ++i)
+    line(fmt::format("op {}: {}", i, Describe(plan.ops[i])));
   if (plan.configure_loopback) line("loopback: up");
   for (const auto& text : DescribeCapPlan(plan.caps)) line(fmt::format("caps: {}", text));
   line(fmt::format("seccomp programs: {}{}", plan.seccomp_programs.size(),

@@ -46,8 +46,8 @@ struct DevOp {
 };
 struct TmpfsOp {
   std::string dest;
-  std::optional<mode_t> perms;     // --perms; default 0755
-  std::optional<uint64_t> size;    // --size in bytes; default: the kernel's
+  std::optional<mode_t> perms;   // --perms; default 0755
+  std::optional<uint64_t> size;  // --size in bytes; default: the kernel's
 };
 struct MqueueOp {
   std::string dest;
@@ -90,9 +90,8 @@ struct OverlayOp {
   std::string dest;
 };
 
-using SpecOp = std::variant<BindOp, BindFdOp, RemountRoOp, ProcOp, DevOp, TmpfsOp, MqueueOp,
-                            DirOp, FileOp, BindDataOp, SymlinkOp, ChmodOp, SetHostnameOp,
-                            OverlayOp>;
+using SpecOp = std::variant<BindOp, BindFdOp, RemountRoOp, ProcOp, DevOp, TmpfsOp, MqueueOp, DirOp,
+                            FileOp, BindDataOp, SymlinkOp, ChmodOp, SetHostnameOp, OverlayOp>;
 
 // --cap-add/--cap-drop, applied in order to the default set (see plan compiler).
 struct CapChange {

@@ -90,7 +90,12 @@ Caller ProbeCaller() {
   return caller;
 }
 
-std::string UserNamespaceFix(const Caller& caller) {
+std::string UserNamespaceFix(const Caller& caller, int err) {
+  if (err == ENOSPC) {
+    // The count limit of this or an enclosing user namespace, or the nesting depth (32).
+    return "a user-namespace limit is reached: raise user.max_user_namespaces, or do not run "
+           "inside a sandbox that forbids nesting (e.g. bwrap --disable-userns)";
+  }
   if (caller.max_user_namespaces == 0L) {
     return "sysctl -w user.max_user_namespaces=15000 (persist it in /etc/sysctl.d/)";
   }

@@ -65,10 +65,12 @@ Check CgroupCheck() {
     return check;
   }
   const std::string kill_file = unified_root + (path == "/" ? "" : path) + "/cgroup.kill";
-  const char* kill_state = ::access(kill_file.c_str(), F_OK) != 0   ? "absent (kernel < 5.14)"
-                           : ::access(kill_file.c_str(), W_OK) == 0 ? "present and writable"
-                                                                    : "present, not writable by "
-                                                                      "this caller";
+  // The root cgroup never has cgroup.kill; elsewhere its absence means a kernel < 5.14.
+  const char* kill_state =
+      ::access(kill_file.c_str(), F_OK) != 0
+          ? (path == "/" ? "absent (the root cgroup has none)" : "absent (kernel < 5.14)")
+      : ::access(kill_file.c_str(), W_OK) == 0 ? "present and writable"
+                                               : "present, not writable by this caller";
   check.detail = fmt::format("{}; caller's cgroup {}; cgroup.kill {}", layout, path, kill_state);
   return check;
 }

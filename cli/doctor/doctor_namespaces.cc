@@ -152,7 +152,7 @@ Check StepsCheck(const int32_t* r, int first, int last, std::string ok_detail, s
 }
 
 std::string LsmFix(const Caller& caller, const char* what) {
-  if (caller.apparmor_restrict_userns == 1L) return UserNamespaceFix(caller);
+  if (caller.apparmor_restrict_userns == 1L) return UserNamespaceFix(caller, EPERM);
   return fmt::format(
       "{} is denied inside a user namespace by a container runtime or LSM: run "
       "on the host or allow it; see `dmesg` for LSM denials",
@@ -167,12 +167,11 @@ std::vector<Check> NamespaceChecks(const Caller& caller) {
     return {{"user-namespace", CheckStatus::kFail, "the probe child died before reporting",
              "run `ateam-sandbox doctor` under strace -f to see what killed it"}};
   }
-  const std::string userns_fix = UserNamespaceFix(caller);
   std::vector<Check> checks;
   checks.push_back(StepsCheck(
       r, kUserNs, kIdMap,
       fmt::format("unshare(CLONE_NEWUSER) + id maps (0 -> host {}:{})", caller.euid, caller.egid),
-      userns_fix));
+      UserNamespaceFix(caller, r[kUserNs] > 0 ? r[kUserNs] : r[kIdMap])));
   checks.push_back(StepsCheck(r, kMountNs, kMountNs, "unshare(CLONE_NEWNS), / made MS_SLAVE",
                               LsmFix(caller, "mount")));
   checks.push_back(StepsCheck(r, kFsMount, kOpenTree,
@@ -190,7 +189,8 @@ std::vector<Check> NamespaceChecks(const Caller& caller) {
       StepsCheck(r, kOtherNs, kOtherNs, "unshare(CLONE_NEWPID|NEWIPC|NEWUTS|NEWCGROUP) works",
                  "a kernel with CONFIG_PID_NS, IPC_NS, UTS_NS and CGROUPS namespaces"));
   checks.push_back(StepsCheck(r, kNestedUserNs, kNestedUserNs,
-                              "works (an agent can run its own bwrap inside)", userns_fix));
+                              "works (an agent can run its own bwrap inside)",
+                              UserNamespaceFix(caller, r[kNestedUserNs])));
   return checks;
 }
 

@@ -30,8 +30,9 @@ Caller ProbeCaller();
 // The first integer in a /proc/sys file, or nullopt when it is absent or unreadable.
 std::optional<long> ReadSysctl(const std::string& path);
 
-// The fix to print when creating a user namespace failed, naming the sysctl that blocks it.
-std::string UserNamespaceFix(const Caller& caller);
+// The fix to print when creating a user namespace failed with `err`, naming the sysctl or
+// limit that blocks it.
+std::string UserNamespaceFix(const Caller& caller, int err);
 
 // Kernel release and the userns sysctls (the sysctls fail only for unprivileged callers).
 std::vector<Check> KernelAndSysctlChecks(const Caller& caller);

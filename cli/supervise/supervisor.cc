@@ -20,8 +20,8 @@
 namespace sbx::cli {
 namespace {
 
-using base::Error;
 using base::ErrnoError;
+using base::Error;
 using base::Result;
 using base::Status;
 using base::UniqueFd;
@@ -83,8 +83,9 @@ Status Supervision::AddRelays(const SuperviseConfig& config, std::vector<UniqueF
     relay::RelayOptions options{config.routes[i].target, relay::Limits{}, nullptr};
     auto relay = relay::Relay::Create(loop_.get(), std::move(listeners[i]), std::move(options));
     if (!relay) {
-      return Error(relay.error().err(), "route " + config.routes[i].text + ": " +
-                                            relay.error().op(), relay.error().subject());
+      return Error(relay.error().err(),
+                   "route " + config.routes[i].text + ": " + relay.error().op(),
+                   relay.error().subject());
     }
     relays_.push_back(std::move(*relay));
   }
@@ -93,8 +94,8 @@ Status Supervision::AddRelays(const SuperviseConfig& config, std::vector<UniqueF
 
 Status Supervision::Watch(AgentProcess agent) {
   agent_ = std::move(agent);
-  if (auto w = loop_->WatchCallback(agent_.pidfd.get(), EPOLLIN,
-                                    [this](uint32_t) { ReapChildren(); });
+  if (auto w =
+          loop_->WatchCallback(agent_.pidfd.get(), EPOLLIN, [this](uint32_t) { ReapChildren(); });
       !w) {
     return w;
   }

@@ -18,8 +18,8 @@
 namespace sbx::cli {
 namespace {
 
-using base::Error;
 using base::ErrnoError;
+using base::Error;
 using base::Result;
 using base::Status;
 using base::UniqueFd;
@@ -45,8 +45,7 @@ Status CheckCapSetsEmpty() {
   }
   for (int cap = 0; cap <= kLastCapToDrop; ++cap) {
     if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1) {
-      return Error(EPERM, "Ambient capability still set after dropping it:",
-                   std::to_string(cap));
+      return Error(EPERM, "Ambient capability still set after dropping it:", std::to_string(cap));
     }
   }
   return {};
@@ -94,7 +93,8 @@ Status DropAllPrivileges() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return ErrnoError("Can't set no_new_privs");
   // Non-dumpable: /proc/1/mem and ptrace need CAP_SYS_PTRACE over our user namespace, which
   // the agent never has. Reset by exec, so the agent itself stays dumpable.
-  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return ErrnoError("Can't make the process non-dumpable");
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+    return ErrnoError("Can't make the process non-dumpable");
   return CheckCapSetsEmpty();
 }
 

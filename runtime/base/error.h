@@ -50,7 +50,7 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT implicit
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT implicit
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT implicit
 
   explicit operator bool() const { return v_.index() == 0; }

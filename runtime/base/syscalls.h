@@ -12,7 +12,7 @@ namespace sbx::base {
 
 struct Clone3Args {
   uint64_t flags = 0;
-  uint64_t pidfd = 0;        // out: pointer to int
+  uint64_t pidfd = 0;  // out: pointer to int
   uint64_t child_tid = 0;
   uint64_t parent_tid = 0;
   uint64_t exit_signal = 0;

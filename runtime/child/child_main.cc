@@ -50,8 +50,8 @@ int ArmDeathSignal(int parent_pidfd) {
 StepResult PrepareSetupRoot(SetupContext* ctx) {
   int setup = -1;
   int err = NewMount("tmpfs", nullptr, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &setup);
-  if (err == 0) err = ::move_mount(setup, "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH) == 0
-                          ? 0 : errno;
+  if (err == 0)
+    err = ::move_mount(setup, "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH) == 0 ? 0 : errno;
   if (err == 0 && ::mkdirat(setup, "newroot", 0755) != 0) err = errno;
   int newroot_tree = -1;
   if (err == 0) err = CloneTree(setup, "newroot", &newroot_tree);
@@ -139,8 +139,9 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   // user namespace, max_user_namespaces).
   int proc_fd = ::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (plan.userns && !plan.userns->written_by_parent) {
-    Check(launch, Phase::kUidMap, WriteIdMaps(proc_fd, plan.userns->uid, plan.userns->gid,
-                                              /*deny_setgroups=*/true));
+    Check(launch, Phase::kUidMap,
+          WriteIdMaps(proc_fd, plan.userns->uid, plan.userns->gid,
+                      /*deny_setgroups=*/true));
   }
   // A new user namespace starts with a full bounding set.
   Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));

@@ -22,8 +22,8 @@ const char* FormatUnsigned(char* buf, uint64_t value, unsigned base) noexcept {
   return buf;
 }
 
-int NewMount(const char* fs_type, const FsOption* options, int option_count,
-             uint64_t attr_flags, int* out_fd) noexcept {
+int NewMount(const char* fs_type, const FsOption* options, int option_count, uint64_t attr_flags,
+             int* out_fd) noexcept {
   int fs_fd = ::fsopen(fs_type, FSOPEN_CLOEXEC);
   if (fs_fd < 0) return errno;
   // The "source" column of mountinfo: bwrap's mount(2) calls pass the type there.

@@ -21,8 +21,8 @@ struct FsOption {
 
 // Creates a new detached mount of `fs_type` with options and MOUNT_ATTR_* flags;
 // *out_fd is the mount fd (also usable as a directory fd of its root).
-int NewMount(const char* fs_type, const FsOption* options, int option_count,
-             uint64_t attr_flags, int* out_fd) noexcept;
+int NewMount(const char* fs_type, const FsOption* options, int option_count, uint64_t attr_flags,
+             int* out_fd) noexcept;
 
 // Clones the tree at dirfd/path (AT_EMPTY_PATH when path is "") recursively, detached.
 int CloneTree(int dirfd, const char* path, int* out_fd) noexcept;

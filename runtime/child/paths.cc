@@ -71,8 +71,7 @@ int OpenInRoot(int root_fd, const char* path, int flags, int* out_fd) noexcept {
   return 0;
 }
 
-int MakeParents(int root_fd, const char* path, mode_t mode, char* buffer,
-                ParentDir* out) noexcept {
+int MakeParents(int root_fd, const char* path, mode_t mode, char* buffer, ParentDir* out) noexcept {
   const char* rel = SkipSlashes(path);
   size_t len = std::strlen(rel);
   if (len >= PATH_MAX) return ENAMETOOLONG;
@@ -135,8 +134,8 @@ StepResult EnsureFile(int root_fd, const char* path, mode_t parent_mode, mode_t 
   if ((err = MakeParents(root_fd, path, parent_mode, buffer, &parent)) != 0) {
     return {err, Stage::kMakeParents};
   }
-  int created = ::openat(parent.fd, parent.leaf,
-                         O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+  int created =
+      ::openat(parent.fd, parent.leaf, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
   if (created < 0 && errno != EEXIST) {
     err = errno;
     ::close(parent.fd);

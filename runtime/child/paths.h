@@ -28,8 +28,7 @@ struct ParentDir {
 
 // Creates the missing parent directories of `path` with `mode` and opens the parent.
 // `buffer` must hold PATH_MAX bytes; `leaf` points into it. Caller closes `out->fd`.
-int MakeParents(int root_fd, const char* path, mode_t mode, char* buffer,
-                ParentDir* out) noexcept;
+int MakeParents(int root_fd, const char* path, mode_t mode, char* buffer, ParentDir* out) noexcept;
 
 // Ensures `path` is a directory (creating parents with `parent_mode` and itself with
 // `mode`); an existing non-directory fails with ENOTDIR at Stage::kMakeDir. On success

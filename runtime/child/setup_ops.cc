@@ -39,10 +39,10 @@ StepResult AttachTree(const SetupContext& ctx, int tree_fd, const std::string& d
   struct stat st {};
   if (::fstat(tree_fd, &st) != 0) return {errno, Stage::kOpenSource};
   int dest_fd = -1;
-  StepResult r = S_ISDIR(st.st_mode) ? EnsureDir(ctx.root_fd, dest.c_str(), kDefaultDirMode,
-                                                  kDefaultDirMode, &dest_fd)
-                                     : EnsureFile(ctx.root_fd, dest.c_str(), kDefaultDirMode,
-                                                  0444, &dest_fd);
+  StepResult r =
+      S_ISDIR(st.st_mode)
+          ? EnsureDir(ctx.root_fd, dest.c_str(), kDefaultDirMode, kDefaultDirMode, &dest_fd)
+          : EnsureFile(ctx.root_fd, dest.c_str(), kDefaultDirMode, 0444, &dest_fd);
   if (r.failed()) return r;
   int err = AttachOnFd(tree_fd, dest_fd);
   ::close(dest_fd);
@@ -69,7 +69,8 @@ StepResult DoBindFd(const SetupContext& ctx, const BindFdOp& op, OpSources& src)
   if (int err = OpenInRoot(ctx.root_fd, op.dest.c_str(), O_PATH, &dest_fd)) {
     return {err, Stage::kIdentity};
   }
-  struct stat want {}, got {};
+  struct stat want {
+  }, got{};
   bool same = ::fstat(op.fd, &want) == 0 && ::fstat(dest_fd, &got) == 0 &&
               want.st_dev == got.st_dev && want.st_ino == got.st_ino;
   ::close(dest_fd);
@@ -79,8 +80,8 @@ StepResult DoBindFd(const SetupContext& ctx, const BindFdOp& op, OpSources& src)
 
 // Mounts a fresh filesystem at `dest` (a directory, created when missing).
 StepResult MountNew(const SetupContext& ctx, const std::string& dest, mode_t parent_mode,
-                    const char* fs_type, const FsOption* options, int option_count,
-                    uint64_t attrs, int* out_mount_fd = nullptr) {
+                    const char* fs_type, const FsOption* options, int option_count, uint64_t attrs,
+                    int* out_mount_fd = nullptr) {
   int dest_fd = -1;
   StepResult r = EnsureDir(ctx.root_fd, dest.c_str(), parent_mode, kDefaultDirMode, &dest_fd);
   if (r.failed()) return r;
@@ -169,8 +170,8 @@ StepResult DoBindData(const SetupContext& ctx, const BindDataOp& op, size_t inde
   // the pivot only the bind mount of it is reachable.
   char name[32] = "bind-data-";
   FormatUnsigned(name + std::strlen(name), index, 10);
-  int fd = ::openat(ctx.setup_fd, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC,
-                    op.perms.value_or(0600));
+  int fd =
+      ::openat(ctx.setup_fd, name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, op.perms.value_or(0600));
   if (fd < 0) return {errno, Stage::kWriteData};
   int err = CopyFd(op.fd, fd);
   ::close(fd);

@@ -52,9 +52,8 @@ StepResult PopulateDev(int dev_fd, OpSources& src) {
     if (err != 0) return {err, Stage::kDevNode, static_cast<uint32_t>(i)};
   }
   static constexpr const char* kLinks[][2] = {
-      {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
-      {"/proc/self/fd/2", "stderr"}, {"/proc/self/fd", "fd"},
-      {"/proc/kcore", "core"},       {"pts/ptmx", "ptmx"}};
+      {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
+      {"/proc/self/fd", "fd"},      {"/proc/kcore", "core"},       {"pts/ptmx", "ptmx"}};
   for (const auto& link : kLinks) {
     if (::symlinkat(link[0], dev_fd, link[1]) != 0) return {errno, Stage::kDevNode};
   }

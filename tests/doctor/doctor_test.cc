@@ -107,7 +107,9 @@ TEST(DoctorRunTest, UserNamespacesWorkOnThisHost) {
   for (const Check& c : checks) {
     EXPECT_FALSE(c.name.empty());
     EXPECT_FALSE(c.detail.empty()) << c.name;
-    if (c.status == CheckStatus::kFail) EXPECT_FALSE(c.fix.empty()) << c.name;
+    if (c.status == CheckStatus::kFail) {
+      EXPECT_FALSE(c.fix.empty()) << c.name;
+    }
   }
 }
 

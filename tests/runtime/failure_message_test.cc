@@ -56,11 +56,10 @@ TEST(FailureMessageTest, PhaseMessagesAreBwraps) {
             "Can't chdir to /nonexistent: No such file or directory");
   EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kLockFile), Stage::kLock, ENOENT, 0),
             "Unable to open lock file /lock: No such file or directory");
-  EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kLockFile), Stage::kLock, EAGAIN,
-                   0x80000000U),
-            "Unable to lock file /lock: Resource temporarily unavailable");
-  EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kAssertUsernsDisabled), Stage::kNone,
-                   EEXIST),
+  EXPECT_EQ(
+      Render(plan, static_cast<uint32_t>(Phase::kLockFile), Stage::kLock, EAGAIN, 0x80000000U),
+      "Unable to lock file /lock: Resource temporarily unavailable");
+  EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kAssertUsernsDisabled), Stage::kNone, EEXIST),
             "creation of new user namespaces was not disabled as requested");
 }
 

@@ -19,8 +19,9 @@ TEST(NamespaceInfoTest, InfoFdIsPrettyPrintedLikeBwrap) {
 }
 
 TEST(NamespaceInfoTest, JsonStatusLinesAreBwraps) {
-  EXPECT_EQ(RenderStatusLine(Sample()),
-            "{ \"child-pid\": 42, \"mnt-namespace\": 4026531841, \"net-namespace\": 4026531840 }\n");
+  EXPECT_EQ(
+      RenderStatusLine(Sample()),
+      "{ \"child-pid\": 42, \"mnt-namespace\": 4026531841, \"net-namespace\": 4026531840 }\n");
   EXPECT_EQ(RenderExitCodeLine(3), "{ \"exit-code\": 3 }\n");
 }
 

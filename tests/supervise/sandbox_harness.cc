@@ -19,6 +19,7 @@
 #include "cli/supervise/supervise_command.h"
 #include "relay/endpoint.h"
 #include "runtime/base/unique_fd.h"
+#include "runtime/security/capabilities.h"
 
 namespace sbx::cli::testing {
 namespace {
@@ -41,13 +42,22 @@ bool WriteFile(const char* path, const std::string& text) {
 }
 
 // Grandchild: pid 1 of the new pid namespace. Never returns.
-[[noreturn]] void RunAsPid1(const std::vector<std::string>& args, bool mount_proc, int report) {
+[[noreturn]] void RunAsPid1(const std::vector<std::string>& args, const SandboxOptions& options,
+                            int report) {
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (mount_proc) {
+  if (options.mount_proc) {
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
         ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
       Report(report, kSkip, "cannot mount a fresh /proc in the sandbox");
       ::_exit(0);
+    }
+  }
+  if (options.keep_caps) {
+    const uint64_t keep = *options.keep_caps;
+    if (runtime::DropBoundingSet(keep, 63) != 0 ||
+        runtime::SetCapSets(keep, keep, 0, /*tolerate_eperm=*/false) != 0) {
+      Report(report, kFail, "cannot narrow the capabilities of pid 1");
+      ::_exit(1);
     }
   }
   ::close(report);
@@ -55,8 +65,9 @@ bool WriteFile(const char* path, const std::string& text) {
 }
 
 // The intermediate child: enters the namespaces, forks pid 1, exits with its exit code.
-[[noreturn]] void RunIntermediate(const std::vector<std::string>& args, bool mount_proc,
-                                  int report, int stderr_fd, uid_t uid, gid_t gid) {
+[[noreturn]] void RunIntermediate(const std::vector<std::string>& args,
+                                  const SandboxOptions& options, int report, int stderr_fd,
+                                  uid_t uid, gid_t gid) {
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::dup2(stderr_fd, STDERR_FILENO) < 0) {
     Report(report, kFail, "dup2");
@@ -77,7 +88,7 @@ bool WriteFile(const char* path, const std::string& text) {
     Report(report, kFail, "fork of pid 1");
     ::_exit(1);
   }
-  if (pid == 0) RunAsPid1(args, mount_proc, report);
+  if (pid == 0) RunAsPid1(args, options, report);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -142,8 +153,7 @@ SandboxRun RunSupervisorInSandbox(const std::vector<std::string>& args,
     return run;
   }
   if (pid == 0) {
-    RunIntermediate(args, options.mount_proc, report->write_end.get(), err->write_end.get(),
-                    uid, gid);
+    RunIntermediate(args, options, report->write_end.get(), err->write_end.get(), uid, gid);
   }
   report->write_end.reset();
   err->write_end.reset();

@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,9 @@ struct SandboxOptions {
   // only the sandbox's processes. A refused mount skips the run.
   bool mount_proc = true;
   std::chrono::milliseconds timeout{30000};
+  // When set, pid 1 keeps only these capabilities (bit N = capability N) in its permitted,
+  // effective and bounding sets before the supervisor runs, as the runtime would start it.
+  std::optional<uint64_t> keep_caps;
 };
 
 // Child: unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID), map uid/gid 0 to the caller

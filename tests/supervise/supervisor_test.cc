@@ -1,6 +1,7 @@
 // End-to-end tests of the supervisor: each run is pid 1 of fresh user + mount + pid
 // namespaces (sandbox_harness.h), relaying to an echo server in the test's own namespaces.
 #include <arpa/inet.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,8 +20,8 @@
 namespace sbx::cli {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::EchoServer;
+using ::testing::HasSubstr;
 using testing::RunSupervisorInSandbox;
 using testing::SandboxRun;
 
@@ -82,9 +83,9 @@ TEST_F(SupervisorTest, RelaysTheRouteAndExitsWithTheAgentsCode) {
   uint16_t host_port = 0;
   base::UniqueFd host = HostListener(&host_port);
   ASSERT_TRUE(host);
-  SandboxRun run = RunSupervisorInSandbox(
-      Concat(RouteArgs(), {SBX_TUNNEL_CLIENT, kRouteAddress, std::to_string(host_port),
-                           "127.77.0.3:443", "42"}));
+  SandboxRun run = RunSupervisorInSandbox(Concat(
+      RouteArgs(),
+      {SBX_TUNNEL_CLIENT, kRouteAddress, std::to_string(host_port), "127.77.0.3:443", "42"}));
   if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
   ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
   EXPECT_EQ(run.exit_code, 42) << run.stderr_text;
@@ -101,8 +102,8 @@ TEST_F(SupervisorTest, AgentKilledBySignalGives128PlusSignal) {
 
 TEST_F(SupervisorTest, FailedProbeIsFatalAndNamesTheRoute) {
   // No echo server: nothing listens on the route's socket.
-  SandboxRun run = RunSupervisorInSandbox(
-      Concat(RouteArgs(), {"/bin/sh", "-c", "echo agent-ran >&2; exit 0"}));
+  SandboxRun run =
+      RunSupervisorInSandbox(Concat(RouteArgs(), {"/bin/sh", "-c", "echo agent-ran >&2; exit 0"}));
   if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
   ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
   EXPECT_EQ(run.exit_code, kSuperviseSetupFailedExit);
@@ -166,6 +167,41 @@ TEST_F(SupervisorTest, SecondSignalEndsTheSupervisorAtOnce) {
   if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
   ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
   EXPECT_EQ(run.exit_code, 128 + 15) << run.stderr_text;
+}
+
+// The capabilities the runtime starts the supervisor with: CAP_SYS_ADMIN and CAP_NET_ADMIN.
+constexpr uint64_t kRuntimeCaps = (uint64_t{1} << CAP_SYS_ADMIN) | (uint64_t{1} << CAP_NET_ADMIN);
+
+TEST_F(SupervisorTest, RuntimeCapsAreEnoughForAnUnprivilegedPort) {
+  StartEcho();
+  uint16_t host_port = 0;
+  base::UniqueFd host = HostListener(&host_port);
+  ASSERT_TRUE(host);
+  testing::SandboxOptions options;
+  options.keep_caps = kRuntimeCaps;
+  SandboxRun run =
+      RunSupervisorInSandbox({"--route", "127.77.0.2:8443=" + socket_path_, "--", SBX_TUNNEL_CLIENT,
+                              "127.77.0.2:8443", std::to_string(host_port), "127.77.0.3:8443", "0"},
+                             options);
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 0) << run.stderr_text;
+}
+
+TEST_F(SupervisorTest, PortBelow1024NeedsNetBindService) {
+  StartEcho();
+  testing::SandboxOptions options;
+  options.keep_caps = kRuntimeCaps;
+  SandboxRun run = RunSupervisorInSandbox(Concat(RouteArgs(), {"/bin/true"}), options);
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, kSuperviseSetupFailedExit);
+  EXPECT_THAT(run.stderr_text, HasSubstr("Can't bind 127.77.0.2:443: Permission denied"));
+
+  options.keep_caps = kRuntimeCaps | (uint64_t{1} << CAP_NET_BIND_SERVICE);
+  run = RunSupervisorInSandbox(Concat(RouteArgs(), {"/bin/true"}), options);
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 0) << run.stderr_text;
 }
 
 TEST(SuperviseCommandTest, BadInputIsOneLineAndExit125) {
