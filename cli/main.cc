@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/bwrap_command.h"
+#include "cli/doctor/doctor_command.h"
 
 namespace {
 
@@ -21,6 +22,7 @@ constexpr std::string_view kUsage =
     "  bwrap [--backend native|bwrap] [--bwrap-path PATH] [--dry-run] ARGS...\n"
     "                  run a sandbox from a bubblewrap command line (also: invoke as `bwrap`);\n"
     "                  --backend bwrap runs the same plan with the real bwrap\n"
+    "  doctor [--json] check what this host allows, and how to fix what it does not\n"
     "  --version       print the version\n"
     "  --help          print this help\n";
 
@@ -56,6 +58,9 @@ int main(int argc, char** argv) {
     int consumed = sbx::cli::ParseBwrapFaceOptions(rest, &options);
     if (consumed < 0) return 2;
     return sbx::cli::RunBwrapCommand("bwrap", rest.subspan(static_cast<size_t>(consumed)), options);
+  }
+  if (args[0] == "doctor") {
+    return sbx::cli::RunDoctorCommand(std::span<const std::string>(args).subspan(1));
   }
   fmt::print(stderr, "ateam-sandbox: unknown command '{}' (see ateam-sandbox --help)\n", args[0]);
   return 2;
