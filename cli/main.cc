@@ -12,6 +12,7 @@
 
 #include "cli/bwrap_command.h"
 #include "cli/doctor/doctor_command.h"
+#include "cli/supervise/supervise_command.h"
 
 namespace {
 
@@ -58,6 +59,9 @@ int main(int argc, char** argv) {
     int consumed = sbx::cli::ParseBwrapFaceOptions(rest, &options);
     if (consumed < 0) return 2;
     return sbx::cli::RunBwrapCommand("bwrap", rest.subspan(static_cast<size_t>(consumed)), options);
+  }
+  if (args[0] == "supervise") {
+    return sbx::cli::RunSuperviseCommand(std::span<const std::string>(args).subspan(1));
   }
   if (args[0] == "doctor") {
     return sbx::cli::RunDoctorCommand(std::span<const std::string>(args).subspan(1));

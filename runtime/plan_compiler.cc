@@ -27,6 +27,7 @@ std::string MakeAbsolute(const std::string& path, const std::string& cwd) {
 }
 
 bool WantsUserNamespace(const SandboxSpec& spec, const HostFacts& host) {
+  if (spec.run_as) return true;
   if (spec.userns_fd) return false;
   if (spec.unshare_user) return true;
   if (spec.unshare_user_try && host.user_namespaces) return true;
@@ -70,6 +71,14 @@ UserNamespacePlan PlanUserNamespace(const SandboxSpec& spec, const HostFacts& ho
     ns.second_gid = IdMapping{sandbox_gid, first_gid};
   }
   ns.limit_nested_userns = spec.disable_userns;
+  if (spec.run_as) {
+    // Written by the monitor, one line each: the sandbox ids are the run-as host ids.
+    ns.uid = {sandbox_uid, spec.run_as->uid};
+    ns.gid = {sandbox_gid, spec.run_as->gid};
+    ns.second_uid.reset();
+    ns.second_gid.reset();
+    ns.written_by_parent = true;
+  }
   return ns;
 }
 
@@ -115,8 +124,13 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   plan.mode = host.IsRoot() ? PrivilegeMode::kRoot : PrivilegeMode::kUnprivileged;
   bool userns = WantsUserNamespace(spec, host);
   plan.clone_flags = CloneFlags(spec, host, userns);
-  plan.sandbox_uid = spec.uid.value_or(host.uid);
-  plan.sandbox_gid = spec.gid.value_or(host.gid);
+  if (spec.run_as && !host.IsRoot()) {
+    return base::Error::Message("running a sandbox as another user needs a root caller");
+  }
+  uid_t default_uid = spec.run_as ? spec.run_as->uid : host.uid;
+  gid_t default_gid = spec.run_as ? spec.run_as->gid : host.gid;
+  plan.sandbox_uid = spec.uid.value_or(default_uid);
+  plan.sandbox_gid = spec.gid.value_or(default_gid);
   if (userns) plan.userns = PlanUserNamespace(spec, host, plan.sandbox_uid, plan.sandbox_gid);
   for (const auto& op : spec.ops) {
     if (const auto* h = std::get_if<SetHostnameOp>(&op)) plan.hostname = h->hostname;

@@ -118,6 +118,13 @@ struct SandboxSpec {
 
   std::optional<uid_t> uid;
   std::optional<gid_t> gid;
+  // Root callers only (`run`): the sandbox's ids map onto these unprivileged host ids
+  // instead of the caller's, so nothing inside ever acts as host uid 0.
+  struct HostIds {
+    uid_t uid = 0;
+    gid_t gid = 0;
+  };
+  std::optional<HostIds> run_as;
 
   std::vector<SpecOp> ops;  // command-line order
 

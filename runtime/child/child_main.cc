@@ -130,6 +130,11 @@ void BuildFilesystem(const ChildLaunch& launch, int proc_fd) {
 
 void ChildMain(const ChildLaunch& launch) noexcept {
   const Plan& plan = *launch.plan;
+  // A monitor that waits for signals with a signalfd has them blocked; the sandbox
+  // starts with none blocked.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   // The monitor writes these; the sandbox must not inherit them.
   if (plan.info_fd) ::close(*plan.info_fd);
   if (plan.json_status_fd) ::close(*plan.json_status_fd);
