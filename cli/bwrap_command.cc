@@ -3,8 +3,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -52,6 +54,17 @@ int RunPlan(const runtime::Plan& plan, const BwrapFaceOptions& options, bool lev
   return *code;
 }
 
+// --backend bwrap answers --version with the delegate's version: callers (and tests)
+// use it to learn which bwrap semantics they get.
+[[noreturn]] void ExecDelegateVersion(const BwrapFaceOptions& options) {
+  std::fflush(stdout);
+  const char* argv[] = {options.bwrap_path.c_str(), "--version", nullptr};
+  ::execv(options.bwrap_path.c_str(), const_cast<char* const*>(argv));
+  fmt::print(stderr, "bwrap: bwrap backend: can't execute {}: {}\n", options.bwrap_path,
+             std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
+  std::exit(1);
+}
+
 }  // namespace
 
 int ParseBwrapFaceOptions(std::span<const std::string> args, BwrapFaceOptions* options) {
@@ -88,7 +101,9 @@ int ParseBwrapFaceOptions(std::span<const std::string> args, BwrapFaceOptions* o
 
 int RunBwrapCommand(std::string_view argv0, std::span<const std::string> args,
                     const BwrapFaceOptions& options) {
+  bool delegate = options.backend == BwrapFaceOptions::Backend::kBwrap;
   if (IsBwrapVersionOnly(args)) {
+    if (delegate) ExecDelegateVersion(options);
     fmt::print("{}\n", kBwrapVersionText);
     return 0;
   }

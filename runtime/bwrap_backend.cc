@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <span>
 
 #include "runtime/bwrap_render.h"
@@ -63,6 +64,8 @@ int ExecPrepared(const BwrapInvocation& invocation, char* const* argv) noexcept 
   for (const auto& fd : invocation.seccomp_fds) {
     if (::fcntl(fd.get(), F_SETFD, 0) != 0) return errno;
   }
+  // bwrap 0.8.0's monitor hangs when SIGCHLD is ignored; a caller may have left it so.
+  ::signal(SIGCHLD, SIG_DFL);
   ::execve(invocation.path.c_str(), argv, environ);
   return errno;
 }

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <sys/capability.h>
+#include <algorithm>
 
 #include <cctype>
 #include <initializer_list>
@@ -187,7 +188,14 @@ std::vector<std::string> RenderBwrapOptions(const Plan& plan, const BwrapFdNumbe
   Args out;
   RenderNamespaces(plan, &out);
   RenderIds(plan, &out);
-  for (const PlanOp& op : plan.ops) std::visit(OpRenderer{&out}, op);
+  // Every --hostname sets it again and only the last one shows; rendering only that one
+  // keeps real bwrap from repeating the "Only the last --hostname" warning we printed.
+  auto is_hostname = [](const PlanOp& op) { return std::holds_alternative<SetHostnameOp>(op); };
+  auto last_hostname = std::find_if(plan.ops.rbegin(), plan.ops.rend(), is_hostname);
+  for (auto it = plan.ops.begin(); it != plan.ops.end(); ++it) {
+    if (is_hostname(*it) && it != last_hostname.base() - 1) continue;
+    std::visit(OpRenderer{&out}, *it);
+  }
   RenderCaps(plan, &out);
   RenderSeccomp(plan, fds, &out);
   RenderProcess(plan, &out);
