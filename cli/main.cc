@@ -12,6 +12,7 @@
 
 #include "cli/bwrap_command.h"
 #include "cli/doctor/doctor_command.h"
+#include "cli/run_command.h"
 #include "cli/supervise/supervise_command.h"
 
 namespace {
@@ -23,6 +24,8 @@ constexpr std::string_view kUsage =
     "  bwrap [--backend native|bwrap] [--bwrap-path PATH] [--dry-run] ARGS...\n"
     "                  run a sandbox from a bubblewrap command line (also: invoke as `bwrap`);\n"
     "                  --backend bwrap runs the same plan with the real bwrap\n"
+    "  run [OPTIONS] -- COMMAND [ARGS...]\n"
+    "                  run COMMAND in a per-dispatch agent sandbox (see run --help)\n"
     "  doctor [--json] check what this host allows, and how to fix what it does not\n"
     "  --version       print the version\n"
     "  --help          print this help\n";
@@ -60,6 +63,8 @@ int main(int argc, char** argv) {
     if (consumed < 0) return 2;
     return sbx::cli::RunBwrapCommand("bwrap", rest.subspan(static_cast<size_t>(consumed)), options);
   }
+  if (args[0] == "run")
+    return sbx::cli::RunRunCommand(std::span<const std::string>(args).subspan(1));
   if (args[0] == "supervise") {
     return sbx::cli::RunSuperviseCommand(std::span<const std::string>(args).subspan(1));
   }

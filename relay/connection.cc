@@ -7,9 +7,13 @@
 namespace sbx::relay {
 namespace {
 
-// Edge-triggered, both directions, registered once: the Flows track readiness themselves, so
-// a connection costs no epoll_ctl call after it is set up.
-constexpr uint32_t kSocketEvents = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+// Edge-triggered: the Flows track readiness themselves. EPOLLOUT is left out until a write
+// first finds the socket full: a socket starts writable, and with EPOLLOUT watched every read
+// by the peer of a Unix socket (and the registration itself) raises a write-space event, an
+// extra loop iteration per hop for request/response traffic. Once added it stays, so a
+// connection costs at most one epoll_ctl(MOD) per socket after it is set up.
+constexpr uint32_t kSocketEvents = EPOLLIN | EPOLLRDHUP | EPOLLET;
+constexpr uint32_t kSocketEventsWithOut = kSocketEvents | EPOLLOUT;
 
 EndReason DialFailureReason(int err) {
   switch (err) {
@@ -69,13 +73,14 @@ Connection::Connection(const ConnectionConfig& config, base::UniqueFd downstream
       owner_(config.owner),
       down_(this, /*upstream=*/false),
       up_(this, /*upstream=*/true),
-      upward_(config.limits->buffer_bytes),
-      downward_(config.limits->buffer_bytes),
+      upward_(config.limits->buffer_bytes, config.pool, config.splice),
+      downward_(config.limits->buffer_bytes, config.pool, config.splice),
       last_activity_(EventLoop::Clock::now()),
       started_(last_activity_),
       started_wall_(std::chrono::system_clock::now()) {
   down_.fd = std::move(downstream);
   down_.io.fd = down_.fd.get();
+  down_.io.short_io_drains = true;  // watched edge-triggered; see SocketState
 }
 
 Connection::~Connection() {
@@ -83,14 +88,16 @@ Connection::~Connection() {
   // connection dropped without Close, so the loop keeps no pointer into a dead object.
   if (state_ == State::kClosed) return;
   loop_->CancelTimer(timer_);
-  if (down_.fd) loop_->Unwatch(down_.fd.get());
-  if (up_.fd) loop_->Unwatch(up_.fd.get());
+  // The fds close with the members right after.
+  if (down_.fd) loop_->UnwatchBeforeClose(down_.fd.get());
+  if (up_.fd) loop_->UnwatchBeforeClose(up_.fd.get());
 }
 
 base::Status Connection::Start() {
   if (auto watched = loop_->Watch(down_.fd.get(), kSocketEvents, &down_); !watched) {
     return watched;
   }
+  down_.io.writable = true;  // a fresh socket has room; see kSocketEvents
   ArmTimer();
   return {};
 }
@@ -100,6 +107,8 @@ void Connection::Abort(EndReason reason) { Close(reason, 0, CloseMode::kReset); 
 void Connection::Side::OnIoEvents(uint32_t events) {
   // A later event of the batch in which the pair closed: nothing left to do.
   if (connection_->closed()) return;
+  // After a hang-up an EOF may follow the data with no further edge: read until it.
+  if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) io.short_io_drains = false;
   if (upstream_) {
     connection_->OnUpstreamEvents(events);
     return;
@@ -156,9 +165,20 @@ void Connection::Dial() {
   }
   up_.fd = std::move(*fd);
   up_.io.fd = up_.fd.get();
+  up_.io.short_io_drains = true;
   state_ = State::kConnecting;
-  if (auto watched = loop_->Watch(up_.io.fd, kSocketEvents, &up_); !watched) {
+  // A TCP dial reports its completion as EPOLLOUT; a Unix one is complete already.
+  up_.out_watched = target_->is_tcp();
+  uint32_t events = up_.out_watched ? kSocketEventsWithOut : kSocketEvents;
+  if (auto watched = loop_->Watch(up_.io.fd, events, &up_); !watched) {
     Close(EndReason::kUpstreamError, watched.error().err(), CloseMode::kReset);
+    return;
+  }
+  if (target_->is_unix()) {
+    // A Unix connect completes (or fails) inside connect(2): the socket is open already, so
+    // the first bytes go out now instead of one loop iteration later.
+    loop_->CancelTimer(timer_);
+    Open(/*upstream_readable=*/false);
     return;
   }
   // The idle timer gives way to the connect timer until the dial completes.
@@ -167,18 +187,25 @@ void Connection::Dial() {
 }
 
 void Connection::FinishConnect(uint32_t events) {
-  // The first event after a non-blocking connect: SO_ERROR says whether it worked.
-  if (int err = TakeSocketError(up_.io.fd); err != 0) {
+  // The first event after a non-blocking connect. A failed dial always raises EPOLLERR (and
+  // EPOLLHUP); only then is SO_ERROR worth a syscall to learn why.
+  if ((events & (EPOLLERR | EPOLLHUP)) != 0) {
+    int err = TakeSocketError(up_.io.fd);
+    if (err == 0) err = ECONNRESET;  // hung up right after connecting
     Close(DialFailureReason(err), err, CloseMode::kReset);
     return;
   }
-  state_ = State::kOpen;
-  if (target_->is_tcp()) SetNoDelay(up_.io.fd);
+  SetNoDelay(up_.io.fd);  // TCP: Unix targets never get here
   loop_->CancelTimer(timer_);
+  Open((events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
+}
+
+void Connection::Open(bool upstream_readable) {
+  state_ = State::kOpen;
   last_activity_ = loop_->Now();
   ArmTimer();
   up_.io.writable = true;
-  up_.io.readable = (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+  up_.io.readable = upstream_readable;
   Pump();
 }
 
@@ -191,6 +218,21 @@ void Connection::Pump() {
     Close(EndReason::kReset, err, CloseMode::kReset);
   } else if (upward_.finished() && downward_.finished()) {
     Close(EndReason::kClosed, 0, CloseMode::kGraceful);
+  } else {
+    WatchBlockedWrites();
+  }
+}
+
+void Connection::WatchBlockedWrites() {
+  for (Side* side : {&down_, &up_}) {
+    if (!side->fd || side->io.writable || side->out_watched) continue;
+    // If room appeared since the write that found none, MOD sees the socket ready and queues
+    // the event at once: no wake-up is lost.
+    if (auto modified = loop_->Modify(side->io.fd, kSocketEventsWithOut, side); !modified) {
+      Close(EndReason::kReset, modified.error().err(), CloseMode::kReset);
+      return;
+    }
+    side->out_watched = true;
   }
 }
 
@@ -220,13 +262,13 @@ void Connection::Close(EndReason reason, int err, CloseMode mode) {
   loop_->CancelTimer(timer_);
   for (Side* side : {&down_, &up_}) {
     if (!side->fd) continue;
-    loop_->Unwatch(side->fd.get());
+    loop_->UnwatchBeforeClose(side->fd.get());  // closed just below, never duplicated
     if (mode == CloseMode::kReset) SetResetOnClose(side->fd.get());
     side->fd.reset();
     side->io = SocketState{};
   }
-  upward_.Release();
-  downward_.Release();
+  upward_.Discard();
+  downward_.Discard();
   ConnectionRecord record;
   record.start = started_wall_;
   record.duration =

@@ -6,14 +6,17 @@
 //                  when the first byte arrives: a connect-and-close readiness probe (the
 //                  supervisor's) never costs an upstream connection. A server-speaks-first
 //                  protocol would therefore wait for a client byte; HTTPS never does.
-//   kConnecting    dial in progress, bytes from downstream keep filling the upward buffer
-//                  (bounded), the connect timer runs.
+//   kConnecting    TCP dial in progress, bytes from downstream keep filling the upward buffer
+//                  (bounded), the connect timer runs. A Unix dial completes inside connect(2)
+//                  and goes straight to kOpen, forwarding the first bytes at once.
 //   kOpen          both Flows pump; the idle timer runs.
 //   kClosed        sockets closed and the owner told; the object itself is deleted later by
 //                  the loop (deferred destruction: never inside its own callback).
 // EOF is passed on per direction after the buffer drained (half-close); the pair closes when
 // both directions are finished, or at once on an error, which is passed on as a reset (RST
-// on TCP sockets). Caller: the loop thread only.
+// on TCP sockets). Bulk directions may splice(2) through a pipe of their own (see Flow): up
+// to 4 more fds per connection while it moves bulk, when the owner allows it.
+// Caller: the loop thread only.
 #pragma once
 
 #include <chrono>
@@ -71,6 +74,8 @@ struct ConnectionConfig {
   const Endpoint* target = nullptr;  // what to dial; outlives the connection
   const Limits* limits = nullptr;    // outlives the connection
   ConnectionOwner* owner = nullptr;  // outlives the connection
+  BufferPool* pool = nullptr;        // optional, of limits->buffer_bytes; outlives it
+  bool splice = false;               // Flow splice mode for bulk: only if SIGPIPE is ignored
 };
 
 class Connection final : public Closable {
@@ -101,6 +106,7 @@ class Connection final : public Closable {
 
     base::UniqueFd fd;
     SocketState io;
+    bool out_watched = false;  // EPOLLOUT is in the registration
 
    private:
     Connection* connection_;
@@ -111,7 +117,10 @@ class Connection final : public Closable {
   void OnUpstreamEvents(uint32_t events);
   void Dial();
   void FinishConnect(uint32_t events);
+  void Open(bool upstream_readable);
   void Pump();
+  // Adds EPOLLOUT to the watch of a socket whose write found it full, once per socket.
+  void WatchBlockedWrites();
   void ArmTimer();
   void OnTimer();
   void Close(EndReason reason, int err, CloseMode mode);

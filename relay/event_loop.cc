@@ -7,20 +7,25 @@ namespace sbx::relay {
 using base::ErrnoError;
 using base::Status;
 
+namespace {
+
+// The epoll event's user data: the fd number and the generation of its registration.
+uint64_t EventKey(int fd, uint32_t generation) {
+  return (uint64_t{generation} << 32) | static_cast<uint32_t>(fd);
+}
+
+}  // namespace
+
 // The handler behind WatchCallback(): owns the callback, deleted through DestroyLater() so a
 // callback that unwatches itself is not deleted while it runs.
 class EventLoop::CallbackWatcher final : public IoHandler, public Closable {
  public:
   explicit CallbackWatcher(std::function<void(uint32_t)> callback)
       : callback_(std::move(callback)) {}
-  void OnIoEvents(uint32_t events) override {
-    if (active_) callback_(events);
-  }
-  void Deactivate() { active_ = false; }
+  void OnIoEvents(uint32_t events) override { callback_(events); }
 
  private:
   std::function<void(uint32_t)> callback_;
-  bool active_ = true;
 };
 
 base::Result<std::unique_ptr<EventLoop>> EventLoop::Create() {
@@ -35,28 +40,47 @@ EventLoop::EventLoop(base::UniqueFd epoll_fd)
 EventLoop::~EventLoop() = default;
 
 Status EventLoop::Watch(int fd, uint32_t events, IoHandler* handler) {
+  if (fd < 0) return base::Error(EBADF, "Can't watch fd", std::to_string(fd));
+  auto slot = static_cast<size_t>(fd);
+  if (slot >= registrations_.size()) registrations_.resize(slot + 1);
+  uint32_t generation = registrations_[slot].generation + 1;
   epoll_event ev{};
   ev.events = events;
-  ev.data.ptr = handler;
+  ev.data.u64 = EventKey(fd, generation);
   if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) < 0) {
     return ErrnoError("Can't watch fd", std::to_string(fd));
   }
+  registrations_[slot] = Registration{handler, generation};
   return {};
 }
 
 Status EventLoop::Modify(int fd, uint32_t events, IoHandler* handler) {
+  auto slot = static_cast<size_t>(fd);
+  if (fd < 0 || slot >= registrations_.size() || registrations_[slot].handler == nullptr) {
+    return base::Error(ENOENT, "Can't modify watch of unwatched fd", std::to_string(fd));
+  }
   epoll_event ev{};
   ev.events = events;
-  ev.data.ptr = handler;
+  ev.data.u64 = EventKey(fd, registrations_[slot].generation);
   if (::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, fd, &ev) < 0) {
     return ErrnoError("Can't modify watch of fd", std::to_string(fd));
   }
+  registrations_[slot].handler = handler;
   return {};
 }
 
 void EventLoop::Unwatch(int fd) {
   // Fails only when the fd was never watched; nothing to undo then.
   (void)::epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  UnwatchBeforeClose(fd);
+}
+
+void EventLoop::UnwatchBeforeClose(int fd) {
+  auto slot = static_cast<size_t>(fd);
+  if (fd < 0 || slot >= registrations_.size() || registrations_[slot].handler == nullptr) return;
+  // A new generation: events of this batch polled for the old registration are dropped.
+  registrations_[slot].handler = nullptr;
+  ++registrations_[slot].generation;
 }
 
 Status EventLoop::WatchCallback(int fd, uint32_t events, std::function<void(uint32_t)> callback) {
@@ -71,7 +95,6 @@ void EventLoop::UnwatchCallback(int fd) {
   auto it = callbacks_.find(fd);
   if (it == callbacks_.end()) return;
   Unwatch(fd);
-  it->second->Deactivate();
   DestroyLater(std::move(it->second));
   callbacks_.erase(it);
 }
@@ -120,12 +143,23 @@ Status EventLoop::RunOnce(Clock::duration max_wait) {
     n = 0;
   }
   now_ = Clock::now();
-  for (int i = 0; i < n; ++i)
-    static_cast<IoHandler*>(events[i].data.ptr)->OnIoEvents(events[i].events);
+  for (int i = 0; i < n; ++i) Dispatch(events[i]);
   DestroyClosed();
   RunTimers();
   DestroyClosed();
   return {};
+}
+
+void EventLoop::Dispatch(const epoll_event& event) {
+  auto slot = static_cast<size_t>(event.data.u64 & 0xffffffffu);
+  auto generation = static_cast<uint32_t>(event.data.u64 >> 32);
+  // An earlier handler of this batch may have unwatched this fd (and maybe destroyed its
+  // handler, or closed the fd and watched a new file under the same number): skip the event.
+  if (slot >= registrations_.size()) return;
+  const Registration& registration = registrations_[slot];
+  if (registration.handler == nullptr || registration.generation != generation) return;
+  // `registration` is not touched after the call: the callback may grow registrations_.
+  registration.handler->OnIoEvents(event.events);
 }
 
 void EventLoop::DestroyClosed() {

@@ -3,11 +3,15 @@
 // Contract: single-threaded. Every method is called from the thread that runs the loop (or
 // before/after it runs). Each iteration of Run() has fixed phases, as libuv's uv_run:
 //   1. poll     epoll_wait, with a timeout up to the nearest timer
-//   2. dispatch call the handler of each ready fd
+//   2. dispatch call the handler of each ready fd that is still registered
 //   3. destroy  delete what was handed to DestroyLater() during dispatch
 //   4. timers   run expired timers (then destroy again)
-// Because deletion waits for phase 3, a handler may close its connection from inside its own
-// callback, and a later event of the same batch still finds a live (closed) object.
+// Every Watch() is a registration with its own generation, carried in the epoll event. Before
+// each call the loop checks that the fd's registration is still the one the event was polled
+// for, so a handler unwatched earlier in the same batch (or whose fd number was closed and
+// reused meanwhile) is never called again: after Unwatch() returns, the handler may be
+// destroyed as soon as no call of it is on the stack. An object may still not delete itself
+// from inside its own callback; DestroyLater() is for that.
 #pragma once
 
 #include <sys/epoll.h>
@@ -57,11 +61,18 @@ class EventLoop {
   EventLoop& operator=(const EventLoop&) = delete;
 
   // Registers borrowed `fd` (it stays owned by the caller) with `events` (EPOLLIN, EPOLLOUT,
-  // EPOLLET, ...). `handler` must stay alive until the end of the iteration in which the fd is
-  // unwatched. Unwatch before closing the fd.
+  // EPOLLET, ...). `handler` must stay alive until the fd is unwatched. Unwatch before closing
+  // the fd.
   base::Status Watch(int fd, uint32_t events, IoHandler* handler);
+  // Changes the events or the handler of a watched fd (same registration: events already
+  // polled in this batch go to the new handler).
   base::Status Modify(int fd, uint32_t events, IoHandler* handler);
+  // Ends the registration: its handler is not called again, not even for events of the batch
+  // being dispatched.
   void Unwatch(int fd);
+  // Unwatch() for an fd the caller closes right after and never duplicated: close(2) removes
+  // it from the epoll set, so the epoll_ctl call is skipped (one syscall per socket closed).
+  void UnwatchBeforeClose(int fd);
 
   // Watches an outside fd (a pidfd, a signalfd, a pipe) with a plain callback. The callback may
   // call UnwatchCallback(fd) or Stop() from inside.
@@ -95,10 +106,19 @@ class EventLoop {
   explicit EventLoop(base::UniqueFd epoll_fd);
 
   [[nodiscard]] int PollTimeoutMs(Clock::duration max_wait) const;
+  // One per fd number: the handler of its current registration, and a counter that every
+  // Watch/Unwatch moves on, so an event polled for an older registration is recognized.
+  struct Registration {
+    IoHandler* handler = nullptr;
+    uint32_t generation = 0;
+  };
+
+  void Dispatch(const epoll_event& event);
   void DestroyClosed();
   void RunTimers();
 
   base::UniqueFd epoll_fd_;
+  std::vector<Registration> registrations_;  // indexed by fd
   bool stop_ = false;
   Clock::time_point now_;
   uint64_t next_timer_seq_ = 1;

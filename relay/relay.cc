@@ -14,6 +14,9 @@ namespace {
 constexpr int kAcceptBatch = 64;
 // How long to stop accepting when even the reserve fd could not be taken back.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// Drained Flow buffers kept for reuse per relay: enough for a few busy connections at a time,
+// while idle connections hold none (bounded at kPooledBuffers x Limits::buffer_bytes).
+constexpr size_t kPooledBuffers = 8;
 
 base::UniqueFd DupReserve(int fd) { return base::UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 0)); }
 
@@ -27,6 +30,8 @@ base::Result<std::unique_ptr<Relay>> Relay::Create(EventLoop* loop, base::Unique
     return base::ErrnoError("Can't query listening socket of relay to", options.target.ToString());
   }
   bool tcp = domain == AF_INET || domain == AF_INET6;
+  // Accepted sockets inherit TCP_NODELAY from the listener: one setsockopt for all of them.
+  if (tcp) SetNoDelay(listener.get());
   std::unique_ptr<Relay> relay(new Relay(loop, std::move(listener), std::move(options), tcp));
   if (!relay->reserve_fd_) return base::ErrnoError("Can't reserve a file descriptor");
   if (auto watched = loop->Watch(relay->listener_.get(), EPOLLIN, relay.get()); !watched) {
@@ -40,7 +45,9 @@ Relay::Relay(EventLoop* loop, base::UniqueFd listener, RelayOptions options, boo
       listener_(std::move(listener)),
       options_(std::move(options)),
       tcp_listener_(tcp_listener),
-      reserve_fd_(DupReserve(listener_.get())) {}
+      reserve_fd_(DupReserve(listener_.get())),
+      pool_(options_.limits.buffer_bytes, kPooledBuffers),
+      splice_(SigpipeIgnored()) {}
 
 Relay::~Relay() {
   shutting_down_ = true;
@@ -84,8 +91,7 @@ void Relay::AcceptBatch() {
 }
 
 void Relay::Admit(base::UniqueFd fd) {
-  if (tcp_listener_) SetNoDelay(fd.get());
-  ConnectionConfig config{loop_, &options_.target, &options_.limits, this};
+  ConnectionConfig config{loop_, &options_.target, &options_.limits, this, &pool_, splice_};
   auto connection = std::make_unique<Connection>(config, std::move(fd));
   if (!connection->Start()) {
     ++stats_.shed;  // could not even watch it: drop it, it was never registered

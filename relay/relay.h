@@ -10,6 +10,10 @@
 // accepts and closes what is waiting, and takes the reserve back (libuv's emfile trick); when
 // even that fails it stops accepting for a moment.
 //
+// Bulk transfers splice(2) through per-connection pipes (no copy through user space) when the
+// process ignores SIGPIPE at Create() time (the supervisor does; the host dispatch should);
+// otherwise they copy through the Flow buffers. Drained buffers are pooled per relay.
+//
 // Contract: the loop thread only. The EventLoop outlives the Relay, and the Relay is destroyed
 // outside the loop's callbacks (after Run() returned, or before it started).
 #pragma once
@@ -78,6 +82,8 @@ class Relay final : public IoHandler, private ConnectionOwner {
   base::UniqueFd reserve_fd_;  // given up to accept-and-close when fds run out
   bool shutting_down_ = false;
   EventLoop::TimerId resume_timer_;
+  BufferPool pool_;  // before connections_: destroyed after them
+  bool splice_;      // SIGPIPE ignored when the relay was made: bulk flows may splice(2)
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
   Stats stats_;
 };

@@ -34,6 +34,8 @@ class StartedSandbox {
   // Sends `sig` to the sandbox's first process (pid 1 of its pid namespace: SIGKILL there
   // ends every process of the sandbox).
   void Signal(int sig) const;
+  // The caller reaped the child itself (waitid on pidfd()): nothing left to kill.
+  void MarkReaped() { done_ = true; }
 
  private:
   const Plan* plan_;

@@ -85,6 +85,8 @@ struct Plan {
   std::vector<std::string> cwd_candidates;
   bool chdir_is_explicit = false;
 
+  bool close_inherited_fds = false;  // mark every fd above 2 close-on-exec before exec
+
   std::string exec_file;                  // looked up in PATH of `env` when it has no '/'
   std::vector<std::string> argv;          // argv[0] is --argv0 when given
   std::vector<std::string> env;           // without PWD; the child appends PWD=<cwd>

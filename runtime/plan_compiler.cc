@@ -163,6 +163,7 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   plan.userns_block_fd = spec.userns_block_fd;
   plan.lock_files = spec.lock_files;
   plan.stdout_tty = host.stdout_tty;
+  plan.close_inherited_fds = spec.close_inherited_fds;
   PlanCommand(spec, host, &plan);
   return plan;
 }

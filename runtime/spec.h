@@ -149,6 +149,10 @@ struct SandboxSpec {
   std::vector<std::vector<uint8_t>> seccomp_programs;
   std::vector<std::string> lock_files;  // sandbox paths
 
+  // `run`: the command gets stdin, stdout and stderr only, nothing else the caller had
+  // open (bwrap passes every inherited fd through).
+  bool close_inherited_fds = false;
+
   std::optional<std::string> argv0;
   std::vector<std::string> command;  // command[0] is looked up in env's PATH
 };

@@ -52,17 +52,22 @@ StepResult PrepareSetupRoot(SetupContext* ctx) {
   int err = NewMount("tmpfs", nullptr, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &setup);
   if (err == 0)
     err = ::move_mount(setup, "", AT_FDCWD, "/tmp", MOVE_MOUNT_F_EMPTY_PATH) == 0 ? 0 : errno;
-  if (err == 0 && ::mkdirat(setup, "newroot", 0755) != 0) err = errno;
+  if (err != 0) {
+    if (setup >= 0) ::close(setup);
+    return {err, Stage::kMount};
+  }
+  if (::mkdirat(setup, "newroot", 0755) != 0) err = errno;
   int newroot_tree = -1;
   if (err == 0) err = CloneTree(setup, "newroot", &newroot_tree);
   if (err == 0) err = AttachAt(newroot_tree, setup, "newroot");
   if (newroot_tree >= 0) ::close(newroot_tree);
-  if (err == 0) {
-    ctx->root_fd = ::openat(setup, "newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (ctx->root_fd < 0) err = errno;
+  if (err != 0) {
+    ::close(setup);
+    return {err, Stage::kMakeDir};  // "Creating newroot failed"
   }
   ctx->setup_fd = setup;
-  return {err, Stage::kNone};
+  ctx->root_fd = ::openat(setup, "newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  return {ctx->root_fd < 0 ? errno : 0, Stage::kMakeDir};
 }
 
 // Enters the new root: pivot_root(".", ".") stacks the old root on top of the new one,
@@ -113,6 +118,11 @@ void BuildFilesystem(const ChildLaunch& launch, int proc_fd) {
   ctx.failure_text = launch.failure_text;
   StepResult r = OpenSources(ctx);
   if (r.failed()) Fail(launch, r.detail, {r.err, Stage::kOpenSource});
+  if (plan.userns && plan.userns->written_by_parent) {
+    // Host sources were opened as the caller (root); from here on files are created as
+    // the sandbox's own ids, which are the only ones mapped in its user namespace.
+    Check(launch, Phase::kSwitchIds, SwitchToSandboxIds(plan));
+  }
   // Receive mount events from the host, never send any back.
   Check(launch, Phase::kMakeRootSlave,
         ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0 ? 0 : errno);
@@ -143,7 +153,9 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   // Host /proc stays reachable through this fd after the pivot (id maps of the nested
   // user namespace, max_user_namespaces).
   int proc_fd = ::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (plan.userns && !plan.userns->written_by_parent) {
+  // With --userns-block-fd an outside tool (newuidmap) writes the maps while the monitor
+  // waits; bwrap writes none itself then.
+  if (plan.userns && !plan.userns->written_by_parent && !plan.userns_block_fd) {
     Check(launch, Phase::kUidMap,
           WriteIdMaps(proc_fd, plan.userns->uid, plan.userns->gid,
                       /*deny_setgroups=*/true));
@@ -162,9 +174,6 @@ void ChildMain(const ChildLaunch& launch) noexcept {
     Check(launch, Phase::kAssertUsernsDisabled, ::unshare(CLONE_NEWUSER) == 0 ? EEXIST : 0);
   }
   ::close(proc_fd);
-  if (plan.userns && plan.userns->written_by_parent) {
-    Check(launch, Phase::kSwitchIds, SwitchToSandboxIds(plan));
-  }
   RunCommandPhases(launch);
 }
 

@@ -1,5 +1,6 @@
 // The child's last phases: from a finished root to exec (and the pid-1 reaper).
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -167,6 +168,9 @@ void RunCommandPhases(const ChildLaunch& launch) noexcept {
   if (plan.sync_fd && !plan.as_pid_1) ::close(*plan.sync_fd);
   Check(launch, Phase::kCapabilities, ApplyCapPlanAmbient(plan.caps));
   Check(launch, Phase::kLoadSeccomp, LoadSeccompPrograms(programs));
+  if (plan.close_inherited_fds) {
+    Check(launch, Phase::kExec, ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0 ? 0 : errno);
+  }
   environ = launch.envp;
   ::execvp(plan.exec_file.c_str(), launch.argv);
   Fail(launch, static_cast<uint32_t>(Phase::kExec), {errno, Stage::kNone});

@@ -105,6 +105,7 @@ StepResult EnsureDir(int root_fd, const char* path, mode_t parent_mode, mode_t m
     ::close(*out_fd);
     return {ENOTDIR, Stage::kMakeDir};
   }
+  if (err == ENOTDIR) return {err, Stage::kMakeParents};  // a parent is not a directory
   if (err != ENOENT) return {err, Stage::kOpenDest};
   char buffer[PATH_MAX];
   ParentDir parent;
@@ -128,6 +129,7 @@ StepResult EnsureFile(int root_fd, const char* path, mode_t parent_mode, mode_t 
                       int* out_fd) noexcept {
   int err = OpenInRoot(root_fd, path, O_PATH, out_fd);
   if (err == 0) return {};
+  if (err == ENOTDIR) return {err, Stage::kMakeParents};  // a parent is not a directory
   if (err != ENOENT) return {err, Stage::kOpenDest};
   char buffer[PATH_MAX];
   ParentDir parent;

@@ -179,10 +179,11 @@ StepResult DoBindData(const SetupContext& ctx, const BindDataOp& op, size_t inde
   if (err != 0) return {err, Stage::kWriteData};
   int tree = -1;
   if ((err = CloneTree(ctx.setup_fd, name, &tree)) != 0) return {err, Stage::kMount};
-  ::unlinkat(ctx.setup_fd, name, 0);
   StepResult r{SetMountFlags(tree, BindFlags(op.read_only, false), true), Stage::kSetAttr};
   if (!r.failed()) r = AttachTree(ctx, tree, op.dest);
   ::close(tree);
+  // Only once it is mounted: a mount of an unlinked file cannot be attached.
+  ::unlinkat(ctx.setup_fd, name, 0);
   return r;
 }
 

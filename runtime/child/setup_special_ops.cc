@@ -235,8 +235,20 @@ StepResult OpenSources(const SetupContext& ctx) noexcept {
       err = CloneTree(AT_FDCWD, bind->source.c_str(), &src.fds[0]);
       if (err == ENOENT && bind->skip_missing) err = 0;
     } else if (const auto* bind_fd = std::get_if<BindFdOp>(&ops[i])) {
-      // bwrap resolves /proc/self/fd/N: a closed fd is "No such file or directory" there.
-      err = ::fcntl(bind_fd->fd, F_GETFD) < 0 ? ENOENT : CloneTree(bind_fd->fd, "", &src.fds[0]);
+      // The fd names an object of the caller's mount namespace, which cannot be cloned
+      // from this one: like bwrap, take its path through /proc/self/fd/N (a closed fd is
+      // "No such file or directory" there) and resolve that here. DoBindFd then checks
+      // that what got mounted is the fd's object (CVE-2024-42472).
+      char link[32] = "/proc/self/fd/";
+      FormatUnsigned(link + 14, static_cast<uint64_t>(bind_fd->fd), 10);
+      char target[PATH_MAX];
+      ssize_t n = ::readlink(link, target, sizeof(target) - 1);
+      if (n < 0) {
+        err = errno == EBADF ? ENOENT : errno;
+      } else {
+        target[n] = '\0';
+        err = CloneTree(AT_FDCWD, target, &src.fds[0]);
+      }
     } else if (const auto* overlay = std::get_if<OverlayOp>(&ops[i])) {
       err = OpenOverlaySources(*overlay, src);
     } else if (std::holds_alternative<ProcOp>(ops[i]) && !ctx.plan->fresh_proc) {

@@ -1,12 +1,15 @@
 // EventLoop: timers, outside fds with callbacks (pipe, pidfd), deferred destruction, Stop().
 #include "relay/event_loop.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "tests/relay/relay_test_util.h"
@@ -116,6 +119,93 @@ TEST(EventLoopTest, DestroyLaterWaitsForTheDestroyPhase) {
   ASSERT_TRUE(loop->RunOnce(1s));
   EXPECT_TRUE(alive_at_end_of_callback);
   EXPECT_TRUE(destroyed);
+}
+
+// Counts its calls; on its first call runs `on_event` (which may unwatch other handlers).
+class CountingHandler final : public IoHandler {
+ public:
+  void OnIoEvents(uint32_t /*events*/) override {
+    if (++calls == 1 && on_event) on_event();
+  }
+  int calls = 0;
+  std::function<void()> on_event;
+};
+
+TEST(EventLoopTest, HandlerUnwatchedEarlierInTheBatchIsNotCalledAgain) {
+  // Two pipes readable before one poll: both events arrive in the same batch. Whichever
+  // handler runs first unwatches the other and destroys it (as a relay torn down from a
+  // callback would). Without the registration check the second event would call a deleted
+  // object: ASan reports a heap-use-after-free, a plain build calls into freed memory.
+  auto loop = MakeLoop();
+  auto first = base::MakePipe();
+  auto second = base::MakePipe();
+  ASSERT_TRUE(first && second);
+  auto a = std::make_unique<CountingHandler>();
+  auto b = std::make_unique<CountingHandler>();
+  int a_calls = 0;
+  int b_calls = 0;
+  a->on_event = [&] {
+    ++a_calls;
+    loop->Unwatch(second->read_end.get());
+    b.reset();
+  };
+  b->on_event = [&] {
+    ++b_calls;
+    loop->Unwatch(first->read_end.get());
+    a.reset();
+  };
+  ASSERT_TRUE(loop->Watch(first->read_end.get(), EPOLLIN, a.get()));
+  ASSERT_TRUE(loop->Watch(second->read_end.get(), EPOLLIN, b.get()));
+  ASSERT_EQ(::write(first->write_end.get(), "x", 1), 1);
+  ASSERT_EQ(::write(second->write_end.get(), "y", 1), 1);
+  ASSERT_TRUE(loop->RunOnce(1s));
+  EXPECT_EQ(a_calls + b_calls, 1) << "exactly one handler ran; the other was unwatched first";
+  // Whichever survived is unwatched at the end (the test owns the objects).
+  if (a) loop->Unwatch(first->read_end.get());
+  if (b) loop->Unwatch(second->read_end.get());
+}
+
+TEST(EventLoopTest, ReusedFdNumberGetsNoEventOfTheOldRegistration) {
+  // The first handler closes the second pipe and watches a fresh, idle pipe that takes the
+  // same fd number: the event already polled for the old pipe must not reach the new handler.
+  auto loop = MakeLoop();
+  auto first = base::MakePipe();
+  auto second = base::MakePipe();
+  ASSERT_TRUE(first && second);
+  CountingHandler a;
+  CountingHandler b;
+  CountingHandler fresh;
+  base::FdPair replacement;
+  base::UniqueFd fresh_fd;
+  const int reused = second->read_end.get();
+  auto swap = [&] {
+    auto pipe = base::MakePipe();
+    ASSERT_TRUE(pipe);
+    replacement = std::move(*pipe);
+    loop->UnwatchBeforeClose(reused);
+    second->read_end.reset();
+    // The new pipe's read end on the number just closed, as the kernel's lowest-free rule
+    // gives it to the next socket a relay accepts.
+    fresh_fd = base::UniqueFd(::fcntl(replacement.read_end.get(), F_DUPFD_CLOEXEC, reused));
+    ASSERT_EQ(fresh_fd.get(), reused);
+    ASSERT_TRUE(loop->Watch(reused, EPOLLIN, &fresh));
+  };
+  a.on_event = swap;
+  b.on_event = [&] { loop->Unwatch(first->read_end.get()); };  // b ran first: nothing to test
+  ASSERT_TRUE(loop->Watch(first->read_end.get(), EPOLLIN, &a));
+  ASSERT_TRUE(loop->Watch(reused, EPOLLIN, &b));
+  ASSERT_EQ(::write(first->write_end.get(), "x", 1), 1);
+  ASSERT_EQ(::write(second->write_end.get(), "y", 1), 1);
+  ASSERT_TRUE(loop->RunOnce(1s));
+  // epoll reports ready fds in the order they became ready: the first pipe first.
+  ASSERT_EQ(a.calls, 1);
+  EXPECT_EQ(b.calls, 0);
+  EXPECT_EQ(fresh.calls, 0) << "the old pipe's event was delivered to the new registration";
+  ASSERT_EQ(::write(replacement.write_end.get(), "z", 1), 1);
+  ASSERT_TRUE(loop->RunOnce(1s));
+  EXPECT_EQ(fresh.calls, 1) << "the new registration works";
+  loop->Unwatch(first->read_end.get());
+  loop->Unwatch(reused);
 }
 
 }  // namespace

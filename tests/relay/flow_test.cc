@@ -169,5 +169,79 @@ TEST(FlowTest, ReadErrorIsReported) {
   EXPECT_EQ(flow.error(), ECONNRESET);
 }
 
+TEST(FlowTest, ShortReadEndsTheReadsWhenTheOwnerIsEdgeTriggered) {
+  FdPair src = NonBlockingPair();
+  WriteAll(src.write_end.get(), "abc");
+  Flow flow(4096);
+  SocketState in{src.read_end.get(), true, false, /*short_io_drains=*/true};
+  EXPECT_TRUE(flow.Fill(in));
+  EXPECT_EQ(flow.buffered(), 3u);
+  EXPECT_FALSE(in.readable) << "3 of 4096 bytes: the queue is empty, no EAGAIN read needed";
+  // After a hang-up the EOF behind the data must still be found without a new edge.
+  WriteAll(src.write_end.get(), "def");
+  ::shutdown(src.write_end.get(), SHUT_WR);
+  in.readable = true;
+  in.short_io_drains = false;
+  EXPECT_TRUE(flow.Fill(in));
+  EXPECT_EQ(flow.buffered(), 6u);
+  EXPECT_TRUE(flow.eof());
+}
+
+TEST(FlowTest, PoolGivesDrainedBuffersBackForReuse) {
+  BufferPool pool(4096, 1);
+  FdPair src = NonBlockingPair();
+  FdPair dst = NonBlockingPair();
+  Flow first(4096, &pool);
+  Flow second(4096, &pool);
+  SocketState in{src.read_end.get(), true, false};
+  SocketState out{dst.read_end.get(), false, true};
+  WriteAll(src.write_end.get(), "one");
+  first.Pump(in, out);
+  EXPECT_FALSE(first.has_buffer());
+  EXPECT_EQ(pool.kept(), 1u) << "the drained buffer waits in the pool";
+  WriteAll(src.write_end.get(), "two");
+  in.readable = true;
+  second.Pump(in, out);
+  EXPECT_EQ(pool.kept(), 1u) << "taken and given back, never more than max_kept";
+  EXPECT_EQ(ReadAvailable(dst.write_end.get()), "onetwo");
+}
+
+TEST(FlowTest, BulkSwitchesToSpliceAndKeepsOrderAndHalfClose) {
+  FdPair src = NonBlockingPair();
+  FdPair dst = NonBlockingPair();
+  Flow flow(4096, nullptr, /*splice=*/true);
+  SocketState in{src.read_end.get(), false, false};
+  SocketState out{dst.read_end.get(), false, true};
+  std::string sent;
+  std::string received;
+  // Feed and drain in rounds, as a loop would: the first full buffer marks the flow as bulk,
+  // later rounds go through the pipe. Every byte must arrive once and in order.
+  for (int round = 0; round < 64; ++round) {
+    std::string chunk(size_t{8192} + static_cast<size_t>(round) * 37,
+                      static_cast<char>('a' + round % 26));
+    WriteAll(src.write_end.get(), chunk);
+    sent += chunk;
+    in.readable = true;
+    out.writable = true;
+    flow.Pump(in, out);
+    received += ReadAvailable(dst.write_end.get());
+    ASSERT_EQ(flow.error(), 0);
+  }
+  EXPECT_TRUE(flow.splicing());
+  EXPECT_FALSE(flow.has_buffer()) << "bulk bytes wait in the pipe, not in user space";
+  ::shutdown(src.write_end.get(), SHUT_WR);
+  in.readable = true;
+  out.writable = true;
+  flow.Pump(in, out);
+  received += ReadAvailable(dst.write_end.get());
+  EXPECT_TRUE(flow.finished());
+  EXPECT_EQ(received.size(), sent.size());
+  EXPECT_TRUE(received == sent);
+  EXPECT_EQ(flow.bytes_written(), sent.size());
+  EXPECT_TRUE(AtEof(dst.write_end.get()));
+  flow.Discard();
+  EXPECT_FALSE(flow.splicing());
+}
+
 }  // namespace
 }  // namespace sbx::relay

@@ -1,0 +1,49 @@
+// The host-side preparation of a dispatch, before anything is cloned. Internal to
+// runtime/dispatch/.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "relay/upstream.h"
+#include "runtime/base/error.h"
+#include "runtime/base/unique_fd.h"
+#include "runtime/dispatch/request.h"
+#include "runtime/host_facts.h"
+#include "runtime/spec.h"
+
+namespace sbx::runtime {
+
+// --allow values plus the preset's endpoint, parsed and checked: valid names, ports
+// 1-65535, no duplicate host, no more routes than tunnel addresses.
+base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchRequest& request);
+
+// Which host ids the sandbox runs as: none for an unprivileged caller (its own); for
+// root, --run-as (a user name, or uid[:gid]) or the overflow ids.
+base::Result<std::optional<SandboxSpec::HostIds>> ResolveRunAs(const DispatchRequest& request,
+                                                               const HostFacts& host);
+
+struct DispatchDirs {
+  std::string workspace;
+  std::string out;
+};
+// Clones --repo into <root>/<id>/workspace or checks --workspace; creates --out (default
+// <root>/<id>/out). With run-as ids both belong to them afterwards.
+base::Result<DispatchDirs> PrepareDispatchDirs(const DispatchRequest& request,
+                                               const std::string& id,
+                                               const std::optional<SandboxSpec::HostIds>& run_as);
+
+// A memfd holding the generated /etc/hosts. Deliberately inheritable: the sandbox setup
+// (or bwrap) reads it and closes it before the agent runs.
+base::Result<base::UniqueFd> HostsFileFd(const std::vector<relay::Route>& routes);
+
+// The preset's agent binary, when it lives outside the directories the layout already
+// binds (/usr): its resolved file and the package directory around it, read-only.
+base::Result<std::vector<std::string>> AgentBinds(const DispatchRequest& request,
+                                                  const std::vector<std::string>& host_env);
+
+// Fails when `ledger` would be written inside the sandbox's writable places.
+base::Status CheckLedgerOutside(const std::string& ledger, const DispatchDirs& dirs);
+
+}  // namespace sbx::runtime
