@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <fstream>
@@ -45,7 +46,7 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--status-json", r.status_json, "write the dispatch's status document here");
   app.add_option("--seccomp-allow", r.seccomp_allow, "relax one seccomp group (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: USER or UID[:GID] the sandbox runs as");
-  app.add_option("command", r.command, "the agent command, after --")->required();
+  app.footer("The command comes after --: ateam-sandbox run [OPTIONS] -- COMMAND [ARGS...]");
 }
 
 std::string SelfExe() {
@@ -67,7 +68,10 @@ int RunRunCommand(std::span<const std::string> args) {
   std::string agent = "none";
   std::string backend = "native";
   AddFlags(app, request, agent, backend);
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  // Everything after the first "--" is the command, verbatim; CLI11 sees only the options.
+  auto separator = std::find(args.begin(), args.end(), "--");
+  if (separator != args.end()) request.command.assign(separator + 1, args.end());
+  std::vector<std::string> reversed(std::make_reverse_iterator(separator), args.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
@@ -76,6 +80,7 @@ int RunRunCommand(std::span<const std::string> args) {
   } catch (const CLI::ParseError& e) {
     return Fail(e.what());
   }
+  if (request.command.empty()) return Fail("no command: give it after --");
   if (request.repo.has_value() == request.workspace.has_value()) {
     return Fail("give exactly one of --repo SRC or --workspace DIR");
   }

@@ -44,7 +44,12 @@ base::Result<std::string> EnsureUserBaseDir(const std::string& tmp_root, uid_t u
   std::string path = tmp_root + "/ateam-sandbox-" + std::to_string(uid);
   // mkdir never follows a symlink at the last component: it fails with EEXIST, and the check
   // below then refuses the link.
-  if (::mkdir(path.c_str(), 0700) < 0 && errno != EEXIST) {
+  if (::mkdir(path.c_str(), 0700) == 0) {
+    // A root caller making the directory for the uid its sandbox runs as hands it over.
+    if (::geteuid() != uid && ::chown(path.c_str(), uid, static_cast<gid_t>(-1)) < 0) {
+      return base::ErrnoError("Can't hand over state directory", path);
+    }
+  } else if (errno != EEXIST) {
     return base::ErrnoError("Can't create state directory", path);
   }
   if (auto checked = CheckPrivateDir(path, uid); !checked) return checked.error();
@@ -71,6 +76,11 @@ base::Result<StateDir> StateDir::Create(const StateDirOptions& options) {
   base::UniqueFd fd(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {
     base::Error error = base::ErrnoError("Can't open dispatch directory", tmpl);
+    ::rmdir(tmpl.c_str());
+    return error;
+  }
+  if (::geteuid() != options.uid && ::fchown(fd.get(), options.uid, static_cast<gid_t>(-1)) < 0) {
+    base::Error error = base::ErrnoError("Can't hand over dispatch directory", tmpl);
     ::rmdir(tmpl.c_str());
     return error;
   }

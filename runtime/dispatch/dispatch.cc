@@ -1,14 +1,17 @@
 #include "runtime/dispatch/dispatch.h"
 
+#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -63,6 +66,16 @@ class SandboxProcess {
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      // bwrap cannot map the sandbox onto another host uid, so for a root caller it runs
+      // as the run-as user itself: the sandbox is then that user, never host root.
+      if (plan.userns && plan.userns->written_by_parent &&
+          (::setgroups(0, nullptr) != 0 ||
+           ::setresgid(plan.sandbox_gid, plan.sandbox_gid, plan.sandbox_gid) != 0 ||
+           ::setresuid(plan.sandbox_uid, plan.sandbox_uid, plan.sandbox_uid) != 0)) {
+        fmt::print(stderr, "ateam-sandbox run: can't switch to uid {}: {}\n", plan.sandbox_uid,
+                   std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
+        ::_exit(kRuntimeFailureExit);
+      }
       auto st = ExecBwrap(plan, request.bwrap_path);
       fmt::print(stderr, "ateam-sandbox run: {}\n", st.error().Render());
       ::_exit(kRuntimeFailureExit);
@@ -185,7 +198,7 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   auto state_dir = relay::StateDir::Create(
       {std::getenv("XDG_RUNTIME_DIR") != nullptr && !host->IsRoot() ? std::getenv("XDG_RUNTIME_DIR")
                                                                     : "",
-       "/tmp", host->euid});
+       "/tmp", *run_as ? (*run_as)->uid : host->euid});
   if (!state_dir) return state_dir.error();
   // A relay that writes to a connection the agent already closed must get EPIPE, not die;
   // it is also what lets the relays splice (relay/flow.h).

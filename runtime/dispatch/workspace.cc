@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/base/unique_fd.h"
+
 namespace sbx::runtime {
 
 std::string NewDispatchId() {
@@ -31,17 +33,25 @@ std::string NewDispatchId() {
 }
 
 base::Status CloneRepository(const std::string& source, const std::string& dest) {
+  // A repository owned by another user is still cloned (the clone is ours); git checks
+  // the owner in its helper processes too, and there only honours system or global
+  // configuration: give the clone a system configuration that says so.
+  std::string config = dest + ".gitconfig";
+  {
+    base::UniqueFd fd(::open(config.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    const std::string text = "[safe]\n\tdirectory = *\n";
+    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      return base::ErrnoError("Can't write", config);
+    }
+  }
   pid_t pid = ::fork();
   if (pid < 0) return base::ErrnoError("fork for git clone");
   if (pid == 0) {
-    // A repository owned by another user is still cloned (the clone is ours); git's
-    // ownership check otherwise refuses it. Passed as configuration for git's children.
-    ::setenv("GIT_CONFIG_COUNT", "1", 1);
-    ::setenv("GIT_CONFIG_KEY_0", "safe.directory", 1);
-    ::setenv("GIT_CONFIG_VALUE_0", "*", 1);
+    ::setenv("GIT_CONFIG_SYSTEM", config.c_str(), 1);
     ::setenv("GIT_TERMINAL_PROMPT", "0", 1);
-    const char* argv[] = {"git", "clone",        "--quiet",    "--no-hardlinks",
-                          "--",  source.c_str(), dest.c_str(), nullptr};
+    const char* argv[] = {
+        "git", "-c",           "safe.directory=*", "clone", "--quiet", "--no-hardlinks",
+        "--",  source.c_str(), dest.c_str(),       nullptr};
     ::execvp("git", const_cast<char* const*>(argv));
     ::_exit(127);
   }
@@ -49,6 +59,7 @@ base::Status CloneRepository(const std::string& source, const std::string& dest)
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return base::ErrnoError("waitpid for git clone");
   }
+  ::unlink(config.c_str());
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
     return base::Error::Message("cannot clone the repository: git is not installed");
