@@ -2,7 +2,7 @@
 # Runs the integration suite (ctest label "integration") for every backend x caller:
 #   callers:  root, then an unprivileged user ($SBX_CI_USER, default sbx-ci; created if
 #             missing). Not started as root: only the current user's run.
-#   backends: $SBX_BACKENDS, blank-separated, default "native":
+#   backends: $SBX_BACKENDS, blank-separated, default "native bwrap":
 #               native  SBX_BWRAP=<build>/compat/bwrap
 #               bwrap   SBX_BWRAP="<build>/ateam-sandbox bwrap --backend bwrap"
 #               system  SBX_BWRAP=/usr/bin/bwrap
@@ -15,7 +15,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "${SBX_BUILD_DIR:-$repo/build}" && pwd)
-backends=${SBX_BACKENDS:-native}
+backends=${SBX_BACKENDS:-native bwrap}
 ci_user=${SBX_CI_USER:-sbx-ci}
 suite="$build/integration/integration_test"
 probe="$build/integration/probe"
@@ -60,18 +60,31 @@ stage_for_user() {
   chmod 0755 "$stage"
   install -m 0755 "$suite" "$stage/integration_test"
   install -m 0755 "$probe" "$stage/probe"
+  local extra
+  for extra in parity/parity_test run/run_test; do
+    if [[ -x "$build/integration/$extra" ]]; then
+      install -m 0755 "$build/integration/$extra" "$stage/$(basename "$extra")"
+    fi
+  done
   if [[ -x "$build/ateam-sandbox" ]]; then
     install -m 0755 "$build/ateam-sandbox" "$stage/ateam-sandbox"
     mkdir -p "$stage/compat"
     ln -s ../ateam-sandbox "$stage/compat/bwrap"
   fi
-  "$stage/integration_test" --gtest_list_tests |
-    awk -v exe="$stage/integration_test" '
-      /^[^ ]/ { suite = $1; next }
-      /^  /   { name = suite $1
-                printf "add_test([=[%s]=] \"%s\" \"--gtest_filter=%s\")\n", name, exe, name
-                printf "set_tests_properties([=[%s]=] PROPERTIES LABELS integration TIMEOUT 120 SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==])\n", name }
-    ' >"$stage/CTestTestfile.cmake"
+  # Each staged suite's tests, registered as gtest_discover_tests would, with its label.
+  local exe label
+  for exe in integration_test parity_test run_test; do
+    [[ -x "$stage/$exe" ]] || continue
+    label=integration
+    [[ $exe == parity_test ]] && label=parity
+    "$stage/$exe" --gtest_list_tests |
+      awk -v exe="$stage/$exe" -v label="$label" '
+        /^[^ ]/ { suite = $1; next }
+        /^  /   { name = suite $1
+                  printf "add_test([=[%s]=] \"%s\" \"--gtest_filter=%s\")\n", name, exe, name
+                  printf "set_tests_properties([=[%s]=] PROPERTIES LABELS %s TIMEOUT 300 SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==])\n", name, label }
+      ' >>"$stage/CTestTestfile.cmake"
+  done
   if [[ $(id -u) -eq 0 ]]; then
     chown -R "$ci_user:" "$stage"
   fi
@@ -143,10 +156,12 @@ for backend in $backends; do
   if [[ $(id -u) -eq 0 ]]; then
     run_tier "$backend backend, caller root" \
       env SBX_BWRAP="$(prefix_for "$backend" "$build")" SBX_PROBE="$probe" \
-      ctest --test-dir "$build" -L integration --no-tests=error --output-on-failure
+      SBX_RUN_BACKEND="$backend" \
+      ctest --test-dir "$build" -L integration -E ParityTest --no-tests=error --output-on-failure
     run_tier "$backend backend, caller $ci_user (uid $(id -u "$ci_user"))" \
       runuser -u "$ci_user" -- env -C "$stage" TMPDIR=/tmp \
       SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
+      SBX_ATEAM="$stage/ateam-sandbox" SBX_RUN_BACKEND="$backend" \
       ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
   else
     echo "run_matrix: not root: running only as $(id -un); the root tier is not covered" >&2
@@ -155,6 +170,20 @@ for backend in $backends; do
       ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
   fi
 done
+
+# The parity matrix runs both backends itself, once per caller.
+if [[ -x "$build/integration/parity/parity_test" ]]; then
+  if [[ $(id -u) -eq 0 ]]; then
+    run_tier "parity matrix (native vs bwrap backend), caller root" \
+      env SBX_PROBE="$probe" \
+      ctest --test-dir "$build" -R ParityTest --no-tests=error --output-on-failure
+    run_tier "parity matrix (native vs bwrap backend), caller $ci_user" \
+      runuser -u "$ci_user" -- env -C "$stage" TMPDIR=/tmp SBX_PROBE="$stage/probe" \
+      SBX_PARITY_NATIVE="$stage/compat/bwrap" \
+      SBX_PARITY_BWRAP="$stage/ateam-sandbox bwrap --backend bwrap" \
+      ctest --test-dir "$stage" -L parity --no-tests=error --output-on-failure
+  fi
+fi
 
 echo
 echo "=== integration matrix summary ==="

@@ -30,7 +30,9 @@ step "unit tests (build/)"
 ctest --test-dir build -L unit --no-tests=error --output-on-failure
 
 step "unit tests under ASan+UBSan (build-asan/)"
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSBX_ASAN=ON -DSBX_UBSAN=ON
+# Only the unit tests: the integration suite runs the real binary in the matrix below.
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSBX_ASAN=ON -DSBX_UBSAN=ON \
+  -DSBX_BUILD_INTEGRATION=OFF -DSBX_BUILD_BENCH=OFF
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan -L unit --no-tests=error --output-on-failure
 
