@@ -17,3 +17,4 @@ add_custom_command(TARGET ateam-sandbox POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E create_symlink ../ateam-sandbox ${CMAKE_BINARY_DIR}/compat/bwrap
   VERBATIM)
 install(TARGETS ateam-sandbox RUNTIME DESTINATION bin)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/man/ateam-sandbox.1 DESTINATION share/man/man1)

@@ -1,5 +1,7 @@
 #include "relay/ledger.h"
 
+#include "runtime/base/json.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,29 +13,11 @@
 namespace sbx::relay {
 namespace {
 
-// JSON string body: quotes, backslashes and control characters escaped.
-void AppendJsonString(std::string& out, std::string_view text) {
-  out += '"';
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
 void AppendField(std::string& out, std::string_view name, std::string_view value) {
   out += out.size() > 1 ? ",\"" : "\"";
   out += name;
   out += "\":";
-  AppendJsonString(out, value);
+  out += base::JsonQuote(value);
 }
 
 void AppendField(std::string& out, std::string_view name, long long value) {

@@ -9,6 +9,8 @@
 
 #include "cli/doctor/doctor.h"
 
+#include "runtime/base/json.h"
+
 namespace sbx::cli {
 
 namespace {
@@ -70,43 +72,7 @@ std::string FormatText(std::span<const Check> checks) {
   return out;
 }
 
-std::string JsonEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        // Other control characters have no short escape; DEL and bytes >= 0x80 are legal.
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
+std::string JsonEscape(std::string_view text) { return base::JsonEscape(text); }
 
 std::string FormatJson(std::span<const Check> checks) {
   std::string out = fmt::format(R"({{"ok":{},"summary":"{}","checks":[)",

@@ -52,7 +52,7 @@ TEST(LedgerTest, ErrorFieldAndEscaping) {
   entry.record.end = EndReason::kUpstreamRefused;
   entry.record.err = ECONNREFUSED;
   std::string line = FormatLedgerLine(entry);
-  EXPECT_NE(line.find("\"host\":\"we\\\"ird\\\\\\u000a\""), std::string::npos) << line;
+  EXPECT_NE(line.find("\"host\":\"we\\\"ird\\\\\\n\""), std::string::npos) << line;
   EXPECT_NE(line.find("\"end\":\"upstream-refused\",\"error\":\"Connection refused\"}"),
             std::string::npos)
       << line;

@@ -1,0 +1,111 @@
+// What `run` leaves behind: processes, state directory, exit codes, --status-json.
+#include <gtest/gtest.h>
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "integration/run/run_support.h"
+
+namespace sbx::integration::run {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class RunLifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string missing = MissingPrerequisite({"sh", "sleep"});
+    if (!missing.empty()) GTEST_SKIP() << missing;
+  }
+  // A sleep length no other test uses, so its processes can be found in /proc.
+  std::string UniqueSleep() { return std::to_string(3000 + getpid() % 5000); }
+  // Waits up to `timeout` for no process to match `needle`; returns the leftovers.
+  std::vector<int> Leftovers(const std::string& needle, milliseconds timeout) {
+    auto deadline = Clock::now() + timeout;
+    std::vector<int> pids = ProcessesMatching(needle);
+    while (!pids.empty() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(50));
+      pids = ProcessesMatching(needle);
+    }
+    return pids;
+  }
+  std::string StateEntriesFor(const std::string& id) {
+    std::string found;
+    std::string dir = "/tmp/ateam-sandbox-" + std::to_string(getuid());
+    if (DIR* d = opendir(dir.c_str())) {
+      while (dirent* e = readdir(d)) {
+        if (std::string(e->d_name).find(id) != std::string::npos) found += e->d_name;
+      }
+      closedir(d);
+    }
+    return found;
+  }
+  TempDir work_, out_, state_;
+};
+
+std::string JsonString(const std::string& json, const std::string& key) {
+  auto at = json.find("\"" + key + "\": \"");
+  if (at == std::string::npos) return "";
+  at += key.size() + 5;
+  return json.substr(at, json.find('"', at) - at);
+}
+
+TEST_F(RunLifecycleTest, NormalExitLeavesNothingButTheOutDir) {
+  std::string status = state_.Sub("status.json");
+  std::string marker = ProbeHostPath() + " sleep " + UniqueSleep();
+  // A background sleeper that outlives the command must be killed with the sandbox.
+  RunResult res = RunAteam(
+      {"--workspace", work_.path(), "--out", out_.path(), "--status-json", status,
+       "--allow", "api.example.test=127.0.0.1:9"},
+      {"/bin/sh", "-c", marker + " >/dev/null & echo kept > " + out_.Sub("kept") + "; exit 3"});
+  EXPECT_EQ(res.exit_code, 3) << Describe(res);
+  EXPECT_TRUE(Leftovers(marker, milliseconds(3000)).empty()) << "dispatch processes remain";
+  EXPECT_EQ(ReadFile(out_.Sub("kept")).value_or(""), "kept\n");
+  std::string json = ReadFile(status).value_or("");
+  for (const char* field :
+       {"dispatch_id", "workspace", "out", "backend", "routes", "exit_code", "reason"}) {
+    EXPECT_NE(json.find("\"" + std::string(field) + "\":"), std::string::npos)
+        << field << " missing in " << json;
+  }
+  EXPECT_NE(json.find("\"exit_code\": 3"), std::string::npos) << json;
+  EXPECT_EQ(JsonString(json, "workspace"), work_.path()) << json;
+  EXPECT_EQ(JsonString(json, "backend"), Backend()) << json;
+  EXPECT_NE(json.find("api.example.test"), std::string::npos) << json;
+  std::string id = JsonString(json, "dispatch_id");
+  ASSERT_FALSE(id.empty()) << json;
+  EXPECT_EQ(StateEntriesFor(id), "") << "state directory left behind";
+}
+
+TEST_F(RunLifecycleTest, SigkilledRunTakesTheSandboxWithIt) {
+  std::string marker = ProbeHostPath() + " sleep " + UniqueSleep();
+  Process run = Process::Start(RunArgv({"--workspace", work_.path(), "--out", out_.path()},
+                                       {ProbeHostPath(), "sleep", UniqueSleep()}));
+  ASSERT_TRUE(run.WaitForOutput("sleeping", milliseconds(20000))) << run.out();
+  ASSERT_FALSE(ProcessesMatching(marker).empty());
+  ASSERT_EQ(kill(run.pid(), SIGKILL), 0);  // only `run` itself, not its process group
+  RunResult res = run.Wait(milliseconds(5000));
+  EXPECT_EQ(res.term_signal, SIGKILL);
+  EXPECT_TRUE(Leftovers(marker, milliseconds(5000)).empty()) << "sandbox survived its runner";
+}
+
+TEST_F(RunLifecycleTest, TimeoutExits124Quickly) {
+  auto start = Clock::now();
+  RunResult res = RunAteam({"--workspace", work_.path(), "--out", out_.path(), "--timeout", "1"},
+                           {"sleep", "30"});
+  auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+  EXPECT_EQ(res.exit_code, 124) << Describe(res);
+  EXPECT_LT(took.count(), 6000);
+}
+
+TEST_F(RunLifecycleTest, AgentKilledBySigkillGives137) {
+  RunResult res = RunAteam({"--workspace", work_.path(), "--out", out_.path()},
+                           {ProbeHostPath(), "kill-self", "9"});
+  EXPECT_EQ(res.exit_code, 137) << Describe(res);
+}
+
+}  // namespace
+}  // namespace sbx::integration::run

@@ -1,0 +1,106 @@
+#include "integration/run/run_support.h"
+
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace sbx::integration::run {
+namespace {
+
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+bool InPath(const std::string& tool) {
+  return RunCommand({"sh", "-c", "command -v " + tool}).exit_code == 0;
+}
+
+}  // namespace
+
+std::string AteamPath() { return EnvOr("SBX_ATEAM", SBX_DEFAULT_ATEAM); }
+std::string Backend() { return EnvOr("SBX_RUN_BACKEND", "native"); }
+std::string NetClientPath() { return EnvOr("SBX_RUN_NETCLIENT", SBX_DEFAULT_NETCLIENT); }
+
+Args RunArgv(const Args& options, const Args& command) {
+  Args argv = {AteamPath(), "run", "--backend", Backend(), "--ro", ProbeHostPath(),
+               "--ro", NetClientPath()};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.emplace_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+RunResult RunAteam(const Args& options, const Args& command, const RunOptions& run) {
+  return RunCommand(RunArgv(options, command), run);
+}
+
+RunOptions WithEnv(std::vector<std::string> env) {
+  RunOptions options;
+  options.extra_env = std::move(env);
+  return options;
+}
+
+RunOptions WithTimeout(std::chrono::milliseconds timeout) {
+  RunOptions options;
+  options.timeout = timeout;
+  return options;
+}
+
+std::string MissingPrerequisite(const std::vector<std::string>& tools) {
+  if (auto reason = SandboxUnavailableReason()) return *reason;
+  for (const std::string& path : {AteamPath(), ProbeHostPath(), NetClientPath()}) {
+    if (access(path.c_str(), X_OK) != 0) return path + " is not executable by this user";
+  }
+  if (Backend() == "bwrap" && access("/usr/bin/bwrap", X_OK) != 0) return "no /usr/bin/bwrap";
+  for (const std::string& tool : tools) {
+    if (!InPath(tool)) return tool + " is not installed";
+  }
+  return "";
+}
+
+void HandToSandboxUser(const std::string& dir) {
+  if (getuid() != 0) return;
+  if (chown(dir.c_str(), 65534, 65534) != 0) std::abort();
+}
+
+std::vector<int> ProcessesMatching(const std::string& needle) {
+  std::vector<int> pids;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return pids;
+  while (dirent* entry = readdir(dir)) {
+    int pid = std::atoi(entry->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    auto cmdline = ReadFile("/proc/" + std::string(entry->d_name) + "/cmdline");
+    if (!cmdline) continue;
+    for (char& c : *cmdline) c = c == '\0' ? ' ' : c;
+    if (cmdline->find(needle) != std::string::npos) pids.push_back(pid);
+  }
+  closedir(dir);
+  return pids;
+}
+
+std::string FormatHash(uint64_t hash) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
+  return buf;
+}
+
+int ClosedPort() {
+  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::abort();
+  }
+  return ntohs(addr.sin_port);  // nothing listens: connects get ECONNREFUSED
+}
+
+}  // namespace sbx::integration::run

@@ -1,0 +1,73 @@
+// Support for run_test: runs `ateam-sandbox run` with the backend under test, plus host-side
+// servers the tunnel is pointed at. Test code: setup failures abort.
+//
+// $SBX_ATEAM: the ateam-sandbox binary (default baked at configure time);
+// $SBX_RUN_BACKEND: native|bwrap (default native); $SBX_RUN_NETCLIENT: the client program.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "integration/harness.h"
+
+namespace sbx::integration::run {
+
+std::string AteamPath();
+std::string Backend();
+std::string NetClientPath();
+
+// ateam-sandbox run --backend B [--ro probe] [--ro netclient] options -- command.
+Args RunArgv(const Args& options, const Args& command);
+RunResult RunAteam(const Args& options, const Args& command, const RunOptions& run = {});
+
+RunOptions WithEnv(std::vector<std::string> env);
+RunOptions WithTimeout(std::chrono::milliseconds timeout);
+
+// Where something is missing for these tests (binary, tool), or "" when all is there.
+std::string MissingPrerequisite(const std::vector<std::string>& tools = {});
+
+// Root callers' sandboxes run as uid 65534 and `run` uses a --workspace as is, so a
+// workspace made by a root test is handed to that uid first. No-op for other callers.
+void HandToSandboxUser(const std::string& dir);
+
+// Pids whose /proc/PID/cmdline contains `needle` (NUL separators read as blanks).
+std::vector<int> ProcessesMatching(const std::string& needle);
+
+// FNV-1a of the xorshift stream netclient `bulk` sends, as 16 hex digits.
+std::string FormatHash(uint64_t hash);
+
+// An echo server on 127.0.0.1 (one thread per connection). Tracks the hash and byte count
+// of everything received over the lifetime of the server.
+class EchoServer {
+ public:
+  EchoServer();
+  EchoServer(const EchoServer&) = delete;
+  EchoServer& operator=(const EchoServer&) = delete;
+  ~EchoServer();
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] int accepted() const { return accepted_.load(); }
+  // Hash of the bytes of the largest connection (the bulk transfer).
+  [[nodiscard]] std::string LargestHash();
+
+ private:
+  void AcceptLoop();
+  Fd fd_;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread acceptor_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  uint64_t largest_bytes_ = 0;
+  uint64_t largest_hash_ = 0;
+};
+
+// A closed TCP port on 127.0.0.1 (bound then released).
+int ClosedPort();
+
+}  // namespace sbx::integration::run
