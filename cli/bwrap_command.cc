@@ -124,6 +124,7 @@ int RunBwrapCommand(std::string_view argv0, std::span<const std::string> args,
       fmt::print("{}", BwrapUsage(argv0));
       return 0;
     case BwrapOutcome::kVersion:
+      if (delegate) ExecDelegateVersion(options);
       fmt::print("{}\n", kBwrapVersionText);
       return 0;
     case BwrapOutcome::kUsageError:

@@ -7,19 +7,19 @@
 //   concurrent HOST PORT N   N simultaneous connections, each echoes a distinct line back
 //   bulk HOST PORT MIB       send MIB MiB of a fixed pseudo-random stream to an echo server,
 //                            read the echo back: FNV-1a hashes of both directions
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -70,8 +70,7 @@ int Connect(const char* host, const char* port) {
   auto start = Clock::now();
   std::string error;
   int fd = ConnectTo(host, port, &error);
-  std::printf("connect: %s\nelapsed_ms: %lld\n", fd >= 0 ? "OK" : error.c_str(),
-              ElapsedMs(start));
+  std::printf("connect: %s\nelapsed_ms: %lld\n", fd >= 0 ? "OK" : error.c_str(), ElapsedMs(start));
   if (fd >= 0) close(fd);
   return 0;
 }
@@ -215,11 +214,12 @@ int Bulk(const char* host, const char* port, long long mib) {
     }
   }
   close(fd);
-  std::printf("bulk: %s\nsent: %lld\nreceived: %lld\nsent_fnv: %016llx\nreceived_fnv: %016llx\n"
-              "elapsed_ms: %lld\n",
-              error.empty() ? "OK" : error.c_str(), sent, received,
-              static_cast<unsigned long long>(up.hash),
-              static_cast<unsigned long long>(down.hash), ElapsedMs(start));
+  std::printf(
+      "bulk: %s\nsent: %lld\nreceived: %lld\nsent_fnv: %016llx\nreceived_fnv: %016llx\n"
+      "elapsed_ms: %lld\n",
+      error.empty() ? "OK" : error.c_str(), sent, received,
+      static_cast<unsigned long long>(up.hash), static_cast<unsigned long long>(down.hash),
+      ElapsedMs(start));
   return 0;
 }
 
@@ -233,7 +233,8 @@ int main(int argc, char** argv) {
   if (argc == 4 && mode == "request") rc = Request(argv[2], argv[3]);
   if (argc == 5 && mode == "concurrent") rc = Concurrent(argv[2], argv[3], std::atoi(argv[4]));
   if (argc == 5 && mode == "bulk") rc = Bulk(argv[2], argv[3], std::atoll(argv[4]));
-  if (rc == 64) std::fprintf(stderr, "usage: run_netclient connect|resolve|request|concurrent|bulk ...\n");
+  if (rc == 64)
+    std::fprintf(stderr, "usage: run_netclient connect|resolve|request|concurrent|bulk ...\n");
   std::fflush(stdout);
   return rc;
 }

@@ -27,8 +27,8 @@ std::string Backend() { return EnvOr("SBX_RUN_BACKEND", "native"); }
 std::string NetClientPath() { return EnvOr("SBX_RUN_NETCLIENT", SBX_DEFAULT_NETCLIENT); }
 
 Args RunArgv(const Args& options, const Args& command) {
-  Args argv = {AteamPath(), "run", "--backend", Backend(), "--ro", ProbeHostPath(),
-               "--ro", NetClientPath()};
+  Args argv = {AteamPath(), "run",           "--backend", Backend(),
+               "--ro",      ProbeHostPath(), "--ro",      NetClientPath()};
   argv.insert(argv.end(), options.begin(), options.end());
   argv.emplace_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
@@ -61,6 +61,16 @@ std::string MissingPrerequisite(const std::vector<std::string>& tools) {
     if (!InPath(tool)) return tool + " is not installed";
   }
   return "";
+}
+
+bool Strict() { return EnvOr("SBX_RUN_STRICT", "0") == "1"; }
+
+std::string KnownRunBug(const RunResult& res) {
+  bool unreachable_source = res.err.find("Can't find source path") != std::string::npos &&
+                            res.err.find("Permission denied") != std::string::npos;
+  if (res.exit_code == 0 || !unreachable_source) return "";
+  return "BUG in run (" + Backend() + " backend, uid " + std::to_string(getuid()) +
+         "): a bind source is unreachable for the sandbox's uid: " + res.err;
 }
 
 void HandToSandboxUser(const std::string& dir) {
