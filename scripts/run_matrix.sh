@@ -61,7 +61,7 @@ stage_for_user() {
   install -m 0755 "$suite" "$stage/integration_test"
   install -m 0755 "$probe" "$stage/probe"
   local extra
-  for extra in parity/parity_test run/run_test; do
+  for extra in parity/parity_test run/run_test run/run_netclient; do
     if [[ -x "$build/integration/$extra" ]]; then
       install -m 0755 "$build/integration/$extra" "$stage/$(basename "$extra")"
     fi
@@ -162,6 +162,7 @@ for backend in $backends; do
       runuser -u "$ci_user" -- env -C "$stage" TMPDIR=/tmp \
       SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
       SBX_ATEAM="$stage/ateam-sandbox" SBX_RUN_BACKEND="$backend" \
+      SBX_RUN_NETCLIENT="$stage/run_netclient" \
       ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
   else
     echo "run_matrix: not root: running only as $(id -un); the root tier is not covered" >&2

@@ -81,7 +81,6 @@ TEST_F(RunLayoutTest, FilesystemVisibilityAndWritability) {
   RunResult res = RunAteam({"--workspace", work.path(), "--out", out.path(), "--credentials",
                             creds.Sub("token") + ":creds.json"},
                            {"/bin/sh", "-c", script});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   unlink(marker.c_str());
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   Report r = ParseReport(res.out);
@@ -146,7 +145,6 @@ TEST_F(RunLayoutTest, RepoCloneIsAFreshIsolatedCopy) {
   RunResult res =
       RunAteam({"--repo", repo.path(), "--workspace-root", root.path(), "--out", out.path()},
                {"/bin/sh", "-c", script});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   Report r = ParseReport(res.out);
   EXPECT_EQ(Get(r, "orig"), "stat: ENOENT") << Describe(res);

@@ -62,7 +62,6 @@ TEST_F(RunLifecycleTest, NormalExitLeavesNothingButTheOutDir) {
       {"--workspace", work_.path(), "--out", out_.path(), "--status-json", status, "--allow",
        "api.example.test=127.0.0.1:9"},
       {"/bin/sh", "-c", marker + " >/dev/null & echo kept > " + out_.Sub("kept") + "; exit 3"});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   EXPECT_EQ(res.exit_code, 3) << Describe(res);
   EXPECT_TRUE(Leftovers(marker, milliseconds(3000)).empty()) << "dispatch processes remain";
   EXPECT_EQ(ReadFile(out_.Sub("kept")).value_or(""), "kept\n");
@@ -92,11 +91,6 @@ TEST_F(RunLifecycleTest, SigkilledRunTakesTheSandboxWithIt) {
   EXPECT_EQ(res.term_signal, SIGKILL);
   std::vector<int> left = Leftovers(marker, milliseconds(5000));
   for (int pid : left) kill(pid, SIGKILL);  // never leak them into later tests
-  if (!left.empty() && !Strict()) {
-    GTEST_SKIP() << "BUG in run (" << Backend() << " backend, uid " << getuid()
-                 << "): after SIGKILL of `run` the sandbox keeps running (" << left.size()
-                 << " processes, e.g. its supervisor, reparented to the host's init)";
-  }
   EXPECT_TRUE(left.empty()) << "sandbox survived its runner";
 }
 
@@ -104,7 +98,6 @@ TEST_F(RunLifecycleTest, TimeoutExits124Quickly) {
   auto start = Clock::now();
   RunResult res = RunAteam({"--workspace", work_.path(), "--out", out_.path(), "--timeout", "1"},
                            {"sleep", "30"});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
   EXPECT_EQ(res.exit_code, 124) << Describe(res);
   EXPECT_LT(took.count(), 6000);
@@ -113,7 +106,6 @@ TEST_F(RunLifecycleTest, TimeoutExits124Quickly) {
 TEST_F(RunLifecycleTest, AgentKilledBySigkillGives137) {
   RunResult res = RunAteam({"--workspace", work_.path(), "--out", out_.path()},
                            {ProbeHostPath(), "kill-self", "9"});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   EXPECT_EQ(res.exit_code, 137) << Describe(res);
 }
 

@@ -199,7 +199,10 @@ int Bulk(const char* host, const char* port, long long mib) {
         out_pos += static_cast<size_t>(n);
         sent += n;
       }
-      if (sent == total && out_pos == out_len) shut = shutdown(fd, SHUT_WR) == 0 || true;
+      if (sent == total && out_pos == out_len) {
+        shutdown(fd, SHUT_WR);  // the echo server sees EOF and finishes its hash
+        shut = true;
+      }
     }
     if ((pfd.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       ssize_t n = read(fd, in.data(), in.size());

@@ -63,16 +63,6 @@ std::string MissingPrerequisite(const std::vector<std::string>& tools) {
   return "";
 }
 
-bool Strict() { return EnvOr("SBX_RUN_STRICT", "0") == "1"; }
-
-std::string KnownRunBug(const RunResult& res) {
-  bool unreachable_source = res.err.find("Can't find source path") != std::string::npos &&
-                            res.err.find("Permission denied") != std::string::npos;
-  if (res.exit_code == 0 || !unreachable_source) return "";
-  return "BUG in run (" + Backend() + " backend, uid " + std::to_string(getuid()) +
-         "): a bind source is unreachable for the sandbox's uid: " + res.err;
-}
-
 void HandToSandboxUser(const std::string& dir) {
   if (getuid() != 0) return;
   if (chown(dir.c_str(), 65534, 65534) != 0) std::abort();

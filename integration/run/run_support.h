@@ -35,18 +35,6 @@ std::string MissingPrerequisite(const std::vector<std::string>& tools = {});
 // workspace made by a root test is handed to that uid first. No-op for other callers.
 void HandToSandboxUser(const std::string& dir);
 
-// Bugs of `run` this suite has found are reported as skips naming the bug, so the suite
-// stays green while they are open; $SBX_RUN_STRICT=1 turns them back into failures.
-bool Strict();
-// "BUG: ..." when `res` failed with a known `run` bug (a bind source the sandbox's uid
-// cannot reach: "Can't find source path ...: Permission denied"), else "".
-std::string KnownRunBug(const RunResult& res);
-#define SBX_SKIP_IF_KNOWN_RUN_BUG(res)                                                   \
-  do {                                                                                   \
-    std::string sbx_bug = ::sbx::integration::run::KnownRunBug(res);                     \
-    if (!sbx_bug.empty() && !::sbx::integration::run::Strict()) GTEST_SKIP() << sbx_bug; \
-  } while (false)
-
 // Pids whose /proc/PID/cmdline contains `needle` (NUL separators read as blanks).
 std::vector<int> ProcessesMatching(const std::string& needle);
 

@@ -55,7 +55,6 @@ TEST_F(RunTunnelTest, CurlOverTlsReachesTheAllowedHostAndIsLedgered) {
                             Allow(port), "--ro", tls.path(), "--ledger", ledger},
                            {"curl", "-sS", "--max-time", "10", "--cacert", tls.Sub("ca.pem"),
                             "https://api.example.test/"});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   EXPECT_EQ(res.exit_code, 0) << Describe(res);
   EXPECT_NE(res.out.find("s_server"), std::string::npos) << Describe(res);
   std::string lines = ReadFile(ledger).value_or("");
@@ -70,7 +69,6 @@ TEST_F(RunTunnelTest, UpstreamSeesSniOfTheAllowedHost) {
   RunResult res = RunAteam(
       {"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(listener.port())},
       {"curl", "-sS", "--max-time", "2", "https://api.example.test/"});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   EXPECT_NE(res.exit_code, 0) << Describe(res);
   std::string hello = listener.AcceptAndRead().value_or("");
   EXPECT_NE(hello.find(kHost), std::string::npos)
@@ -115,7 +113,6 @@ TEST_F(RunTunnelTest, EverythingButTheRouteFailsFast) {
   RunResult res = RunAteam(
       {"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(host_listener.port())},
       {"/bin/sh", "-c", script});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   Report r = ParseReport(res.out);
   for (const auto& [name, cmd] : cases) {
@@ -136,7 +133,6 @@ TEST_F(RunTunnelTest, UpstreamDownFailsCleanlyAndKeepsTheExitCode) {
       RunAteam({"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(ClosedPort()),
                 "--ledger", ledger},
                {"/bin/sh", "-c", NetClientPath() + " request api.example.test 443; exit 7"});
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   EXPECT_EQ(res.exit_code, 7) << Describe(res);
   Report r = ParseReport(res.out);
   EXPECT_EQ(Get(r, "received"), "0") << Describe(res);
@@ -151,7 +147,6 @@ TEST_F(RunTunnelTest, TwoHundredConcurrentConnections) {
   RunResult res = RunAteam(
       {"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(echo.port())},
       {NetClientPath(), "concurrent", kHost, "443", "200"}, WithTimeout(std::chrono::seconds(120)));
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   Report r = ParseReport(res.out);
   EXPECT_EQ(Get(r, "opened"), "200") << Describe(res);
@@ -163,13 +158,12 @@ TEST_F(RunTunnelTest, LargeTransferKeepsEveryByte) {
   EchoServer echo;
   RunResult res = RunAteam(
       {"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(echo.port())},
-      {NetClientPath(), "bulk", kHost, "443", "256"}, WithTimeout(std::chrono::seconds(180)));
-  SBX_SKIP_IF_KNOWN_RUN_BUG(res);
+      {NetClientPath(), "bulk", kHost, "443", "1024"}, WithTimeout(std::chrono::seconds(180)));
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   Report r = ParseReport(res.out);
   EXPECT_EQ(Get(r, "bulk"), "OK") << Describe(res);
-  EXPECT_EQ(Get(r, "sent"), std::to_string(256LL << 20));
-  EXPECT_EQ(Get(r, "received"), std::to_string(256LL << 20));
+  EXPECT_EQ(Get(r, "sent"), std::to_string(1024LL << 20));
+  EXPECT_EQ(Get(r, "received"), std::to_string(1024LL << 20));
   EXPECT_EQ(Get(r, "sent_fnv"), Get(r, "received_fnv"));
   EXPECT_EQ(echo.LargestHash(), Get(r, "sent_fnv"));
 }

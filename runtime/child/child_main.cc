@@ -36,11 +36,11 @@ int WaitForParent(int go_fd) {
 
 // PR_SET_PDEATHSIG alone loses the race where the monitor dies between clone and prctl;
 // the monitor's pidfd turns readable once it has exited, so check it after arming.
-int ArmDeathSignal(int parent_pidfd) {
+int ArmDeathSignal(int parent_pidfd, bool close) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return errno;
   pollfd pfd{parent_pidfd, POLLIN, 0};
   if (::poll(&pfd, 1, 0) > 0) ::_exit(1);
-  ::close(parent_pidfd);
+  if (close) ::close(parent_pidfd);
   return 0;
 }
 
@@ -122,6 +122,10 @@ void BuildFilesystem(const ChildLaunch& launch, int proc_fd) {
     // Host sources were opened as the caller (root); from here on files are created as
     // the sandbox's own ids, which are the only ones mapped in its user namespace.
     Check(launch, Phase::kSwitchIds, SwitchToSandboxIds(plan));
+    // A change of credentials clears the parent-death signal: arm it again.
+    if (plan.die_with_parent) {
+      Check(launch, Phase::kDeathSignal, ArmDeathSignal(launch.parent_pidfd, /*close=*/true));
+    }
   }
   // Receive mount events from the host, never send any back.
   Check(launch, Phase::kMakeRootSlave,
@@ -149,7 +153,11 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   if (plan.info_fd) ::close(*plan.info_fd);
   if (plan.json_status_fd) ::close(*plan.json_status_fd);
   if (launch.go_fd >= 0) Check(launch, Phase::kWaitForParent, WaitForParent(launch.go_fd));
-  if (plan.die_with_parent) Check(launch, Phase::kDeathSignal, ArmDeathSignal(launch.parent_pidfd));
+  if (plan.die_with_parent) {
+    // Kept open when the ids change later: that clears the signal, which is armed again.
+    bool ids_change = plan.userns && plan.userns->written_by_parent;
+    Check(launch, Phase::kDeathSignal, ArmDeathSignal(launch.parent_pidfd, !ids_change));
+  }
   // Host /proc stays reachable through this fd after the pivot (id maps of the nested
   // user namespace, max_user_namespaces).
   int proc_fd = ::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);

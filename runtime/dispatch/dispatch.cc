@@ -200,6 +200,16 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
                                                                     : "",
        "/tmp", *run_as ? (*run_as)->uid : host->euid});
   if (!state_dir) return state_dir.error();
+  if (*run_as) {
+    // The sandbox's ids must own the directories its sockets are reached through, group
+    // included: a root caller's setup runs in a user namespace where only they are mapped.
+    std::string path = state_dir->path();
+    for (const std::string& dir : {path, path.substr(0, path.rfind('/'))}) {
+      if (::chown(dir.c_str(), (*run_as)->uid, (*run_as)->gid) != 0) {
+        return base::ErrnoError("Can't hand over state directory", dir);
+      }
+    }
+  }
   // A relay that writes to a connection the agent already closed must get EPIPE, not die;
   // it is also what lets the relays splice (relay/flow.h).
   ::signal(SIGPIPE, SIG_IGN);

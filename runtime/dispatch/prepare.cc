@@ -106,18 +106,30 @@ base::Result<std::optional<SandboxSpec::HostIds>> ResolveRunAs(const DispatchReq
 base::Result<DispatchDirs> PrepareDispatchDirs(const DispatchRequest& request,
                                                const std::string& id,
                                                const std::optional<SandboxSpec::HostIds>& run_as) {
-  std::string root = request.workspace_root.value_or(DefaultWorkspaceRoot());
+  // A root caller's dispatches must be reachable by the ids its sandboxes run as (the bwrap
+  // backend runs as them), so not below root's own 0700 home.
+  std::string root = request.workspace_root.value_or(
+      run_as ? std::string("/var/tmp/ateam-sandbox/dispatches") : DefaultWorkspaceRoot());
   std::string dispatch_dir = fmt::format("{}/{}", root, id);
   DispatchDirs dirs;
+  auto hand_over = [&run_as](const std::string& dir) -> base::Status {
+    if (!run_as || ::chown(dir.c_str(), run_as->uid, run_as->gid) == 0) return {};
+    return base::ErrnoError("Can't change the owner of", dir);
+  };
   if (request.workspace) {
-    struct stat st {};
-    if (::stat(request.workspace->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    struct stat info {};
+    if (::stat(request.workspace->c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
       return base::Error(errno != 0 ? errno : ENOTDIR, "--workspace", *request.workspace);
     }
     dirs.workspace = RealPath(*request.workspace);
+    // Only the top: what is inside a given workspace stays as it is.
+    if (auto st = hand_over(dirs.workspace); !st) return st.error();
   } else {
+    auto parent = MakeDirectories(root, 0755);
+    if (!parent) return parent.error();
     auto made = MakeDirectories(dispatch_dir, 0700);
     if (!made) return made.error();
+    if (auto st = hand_over(*made); !st) return st.error();
     dirs.workspace = *made + "/workspace";
     if (auto st = CloneRepository(*request.repo, dirs.workspace); !st) return st.error();
     if (run_as) {
@@ -127,15 +139,13 @@ base::Result<DispatchDirs> PrepareDispatchDirs(const DispatchRequest& request,
   auto out = MakeDirectories(request.out.value_or(dispatch_dir + "/out"), 0755);
   if (!out) return out.error();
   dirs.out = *out;
-  if (run_as) {
-    // The sandbox's uid must be able to write its report; a directory we made for this
-    // dispatch is handed over whole, a given one only at its top.
-    auto st = request.out
-                  ? base::Status(::chown(dirs.out.c_str(), run_as->uid, run_as->gid) == 0
-                                     ? base::Status()
-                                     : base::ErrnoError("Can't change the owner of", dirs.out))
-                  : ChownTree(dirs.out, run_as->uid, run_as->gid);
-    if (!st) return st.error();
+  // The sandbox's uid must be able to write its report; a directory made for this
+  // dispatch is handed over whole, a given one only at its top.
+  if (auto st = request.out
+                    ? hand_over(dirs.out)
+                    : (run_as ? ChownTree(dirs.out, run_as->uid, run_as->gid) : base::Status());
+      !st) {
+    return st.error();
   }
   return dirs;
 }
