@@ -110,7 +110,7 @@ int ReopenRoot(SetupContext* ctx) {
   return 0;
 }
 
-void BuildFilesystem(const ChildLaunch& launch, int proc_fd) {
+void BuildFilesystem(const ChildLaunch& launch) {
   const Plan& plan = *launch.plan;
   SetupContext ctx;
   ctx.plan = &plan;
@@ -136,7 +136,6 @@ void BuildFilesystem(const ChildLaunch& launch, int proc_fd) {
     if (!r.failed() && MountsOnRoot(plan.ops[i])) r = {ReopenRoot(&ctx), Stage::kMount};
     if (r.failed()) Fail(launch, static_cast<uint32_t>(i), r);
   }
-  (void)proc_fd;
   Check(launch, Phase::kPivotRoot, PivotIntoNewRoot(ctx));
 }
 
@@ -172,7 +171,7 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));
   if (plan.configure_loopback) Check(launch, Phase::kLoopback, ConfigureLoopback());
   ::umask(0);
-  BuildFilesystem(launch, proc_fd);
+  BuildFilesystem(launch);
   if (plan.userns && plan.userns->second_uid) {
     Check(launch, Phase::kSecondUserns, EnterSecondUserNamespace(plan, proc_fd));
   }
