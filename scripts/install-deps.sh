@@ -9,7 +9,7 @@ packages=(
   build-essential cmake pkg-config
   libcap-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev googletest
-  bubblewrap socat openssl curl iproute2
+  bubblewrap socat openssl curl iproute2 git
   clang-format clang-tidy
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
 )
