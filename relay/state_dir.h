@@ -21,7 +21,7 @@ namespace sbx::relay {
 struct StateDirOptions {
   std::string xdg_runtime_dir;    // the caller's $XDG_RUNTIME_DIR; empty when unset
   std::string tmp_root = "/tmp";  // parent of the per-uid fallback base
-  uid_t uid = 0;  // who the directory belongs to: the caller, or (root callers) the
+  uid_t uid = 0;                  // who the directory belongs to: the caller, or (root callers) the
                   // uid the sandbox runs as, to whom root hands the directories over
 };
 

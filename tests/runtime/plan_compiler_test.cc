@@ -5,35 +5,14 @@
 
 #include "runtime/plan_printer.h"
 
+#include "tests/support/plan_fixtures.h"
+
 namespace sbx::runtime {
 namespace {
 
-HostFacts RootHost() {
-  HostFacts h;
-  h.uid = h.gid = h.euid = 0;
-  h.effective_caps = h.permitted_caps = AllCaps(40);
-  h.cwd = "/work";
-  return h;
-}
-
-HostFacts UserHost() {
-  HostFacts h;
-  h.uid = h.gid = h.euid = 1000;
-  h.cwd = "/home/user";
-  return h;
-}
-
-SandboxSpec TypicalSpec() {
-  SandboxSpec spec;
-  spec.unshare_user_try = spec.unshare_ipc = spec.unshare_pid = spec.unshare_net = true;
-  spec.unshare_uts = spec.unshare_cgroup_try = true;
-  spec.ops = {BindOp{"/usr", "/usr", true}, SymlinkOp{"usr/bin", "/bin"}, ProcOp{"/proc"},
-              DevOp{"/dev"}, TmpfsOp{"/tmp", {}, {}}};
-  spec.env = {"HOME=/home/user", "PATH=/usr/bin", "PWD=/old"};
-  spec.die_with_parent = spec.new_session = true;
-  spec.command = {"true"};
-  return spec;
-}
+using fixtures::RootHost;
+using fixtures::TypicalSpec;
+using fixtures::UserHost;
 
 TEST(PlanCompilerTest, GoldenPlanForUnprivilegedCaller) {
   auto plan = CompilePlan(TypicalSpec(), UserHost());
