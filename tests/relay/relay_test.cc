@@ -24,6 +24,24 @@ using testing::TestServer;
 
 class RelayTest : public ::testing::Test {
  protected:
+  // Every client got its payload back whole, and every relayed connection (both relays of
+  // the chain) was recorded as closed with `bytes` each way.
+  void ExpectEchoedAndRecorded(const std::vector<std::string>& payloads,
+                               const std::vector<std::string>& received, size_t records,
+                               uint64_t bytes) {
+    ASSERT_EQ(received.size(), payloads.size());
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      EXPECT_EQ(received[i].size(), payloads[i].size()) << "client " << i;
+      EXPECT_EQ(testing::Checksum(received[i]), testing::Checksum(payloads[i])) << "client " << i;
+    }
+    ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return records_.size() == records; }));
+    for (const ConnectionRecord& r : records_) {
+      EXPECT_EQ(r.end, EndReason::kClosed) << EndReasonName(r.end);
+      EXPECT_EQ(r.bytes_up, bytes);
+      EXPECT_EQ(r.bytes_down, bytes);
+    }
+  }
+
   void SetUp() override {
     auto loop = EventLoop::Create();
     ASSERT_TRUE(loop);
@@ -90,17 +108,7 @@ TEST_F(RelayTest, ChainEchoesLargeDataIntactWithHalfCloseBothWays) {
   std::vector<std::string> payloads = Payloads(3, 8u << 20);
   std::vector<std::string> received;
   RunWithLoop(*loop_, [&] { received = RunClients(TcpClient(), payloads); });
-  ASSERT_EQ(received.size(), payloads.size());
-  for (size_t i = 0; i < payloads.size(); ++i) {
-    EXPECT_EQ(received[i].size(), payloads[i].size()) << "client " << i;
-    EXPECT_EQ(testing::Checksum(received[i]), testing::Checksum(payloads[i])) << "client " << i;
-  }
-  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return records_.size() == 6; }));
-  for (const ConnectionRecord& r : records_) {
-    EXPECT_EQ(r.end, EndReason::kClosed) << EndReasonName(r.end);
-    EXPECT_EQ(r.bytes_up, 8u << 20);
-    EXPECT_EQ(r.bytes_down, 8u << 20);
-  }
+  ExpectEchoedAndRecorded(payloads, received, 6, 8u << 20);
   EXPECT_EQ(host->active_connections(), 0u);
   EXPECT_EQ(supervisor->active_connections(), 0u);
 }
@@ -122,17 +130,7 @@ TEST_F(RelayTest, ChainSplicesBulkWhenSigpipeIsIgnored) {
   std::vector<std::string> payloads = Payloads(4, 6u << 20);
   std::vector<std::string> received;
   RunWithLoop(*loop_, [&] { received = RunClients(TcpClient(), payloads); });
-  ASSERT_EQ(received.size(), payloads.size());
-  for (size_t i = 0; i < payloads.size(); ++i) {
-    EXPECT_EQ(received[i].size(), payloads[i].size()) << "client " << i;
-    EXPECT_EQ(testing::Checksum(received[i]), testing::Checksum(payloads[i])) << "client " << i;
-  }
-  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return records_.size() == 8; }));
-  for (const ConnectionRecord& r : records_) {
-    EXPECT_EQ(r.end, EndReason::kClosed) << EndReasonName(r.end);
-    EXPECT_EQ(r.bytes_up, 6u << 20);
-    EXPECT_EQ(r.bytes_down, 6u << 20);
-  }
+  ExpectEchoedAndRecorded(payloads, received, 8, 6u << 20);
 }
 
 TEST_F(RelayTest, TwoHundredConcurrentConnections) {
