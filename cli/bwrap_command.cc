@@ -30,8 +30,16 @@ std::vector<std::string> CurrentEnvironment() {
   return env;
 }
 
+// An error text may hold several diagnostics, one per line (--pidns: the sandbox child's
+// message, then the monitor's), each printed as its own bwrap line.
 void PrintError(bool level_prefix, std::string_view text) {
-  fmt::print(stderr, "{}\n", FormatBwrapDiagnostic(BwrapSeverity::kError, level_prefix, text));
+  for (;;) {
+    size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    fmt::print(stderr, "{}\n", FormatBwrapDiagnostic(BwrapSeverity::kError, level_prefix, line));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
 }
 
 int RunPlan(const runtime::Plan& plan, const BwrapFaceOptions& options, bool level_prefix) {

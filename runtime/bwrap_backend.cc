@@ -27,7 +27,8 @@ int HighestPlanFd(const Plan& plan) {
     if (const auto* data = std::get_if<BindDataOp>(&op)) note(data->fd);
   }
   for (const auto* fd : {&plan.seccomp_fd, &plan.info_fd, &plan.json_status_fd, &plan.sync_fd,
-                         &plan.block_fd, &plan.userns_block_fd}) {
+                         &plan.block_fd, &plan.userns_block_fd, &plan.joined.userns_fd,
+                         &plan.joined.userns2_fd, &plan.joined.pidns_fd}) {
     note(*fd);
   }
   return highest;

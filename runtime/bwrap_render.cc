@@ -7,6 +7,7 @@
 #include <cctype>
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -94,8 +95,20 @@ void RenderNamespaces(const Plan& plan, Args* out) {
       {CLONE_NEWPID, "--unshare-pid"},   {CLONE_NEWNET, "--unshare-net"},
       {CLONE_NEWUTS, "--unshare-uts"},   {CLONE_NEWCGROUP, "--unshare-cgroup"},
   };
+  // --pidns with --unshare-pid: the new pid namespace is made below the joined one by
+  // the child, not by the clone, so clone_flags does not carry it.
+  const uint64_t flags = plan.clone_flags | (plan.joined.new_pidns_below ? CLONE_NEWPID : 0);
   for (const Flag& flag : kFlags) {
-    if ((plan.clone_flags & flag.bit) != 0) out->emplace_back(flag.option);
+    if ((flags & flag.bit) != 0) out->emplace_back(flag.option);
+  }
+  // The caller's own fds, inherited by bwrap like every fd the caller passes.
+  const std::pair<const std::optional<int>*, const char*> joined[] = {
+      {&plan.joined.userns_fd, "--userns"},
+      {&plan.joined.userns2_fd, "--userns2"},
+      {&plan.joined.pidns_fd, "--pidns"},
+  };
+  for (const auto& [fd, option] : joined) {
+    if (fd->has_value()) Add(out, {option, std::to_string(**fd)});
   }
   if (plan.userns && plan.userns->limit_nested_userns) {
     out->emplace_back("--disable-userns");  // implies bwrap's own userns assertion
@@ -105,6 +118,12 @@ void RenderNamespaces(const Plan& plan, Args* out) {
 }
 
 void RenderIds(const Plan& plan, Args* out) {
+  if (plan.joined.userns_fd) {
+    // In a joined user namespace the plan records exactly the ids that differ.
+    if (plan.joined.switch_uid) Add(out, {"--uid", std::to_string(*plan.joined.switch_uid)});
+    if (plan.joined.switch_gid) Add(out, {"--gid", std::to_string(*plan.joined.switch_gid)});
+    return;
+  }
   // Both first-level mappings have the caller's ids outside (plan_compiler.cc); without a
   // user namespace the sandbox runs with the caller's own ids.
   const uid_t caller_uid = plan.userns ? plan.userns->uid.outside : plan.sandbox_uid;

@@ -26,8 +26,12 @@
 //    --argv0 (0.9.0) nor the overlay options (0.11.0) and fails with "Unknown option": the
 //    rendering is still written, so the difference shows up as bwrap's own error.
 //
-// Not representable, because the Plan does not carry them: --userns, --userns2 and
-// --pidns fds (a plan compiled from them renders without them), --exec-label/--file-label.
+//  * --userns, --userns2 and --pidns are written with the caller's fd numbers: bwrap
+//    inherits those fds like every other fd the caller passes. With --pidns the
+//    --unshare-pid of a nested pid namespace is written too (plan.joined.new_pidns_below),
+//    and with --userns the ids are the plan's joined switch_uid/switch_gid.
+//
+// Not representable, because the Plan does not carry them: --exec-label/--file-label.
 #pragma once
 
 #include <string>

@@ -44,9 +44,9 @@ std::optional<std::string> DestinationMessage(const std::string& dest, Stage sta
 struct OpMessage {
   const SetupFailure& f;
   const std::string& text;
-  Stage stage() const { return static_cast<Stage>(f.stage); }
+  [[nodiscard]] Stage stage() const { return static_cast<Stage>(f.stage); }
 
-  std::string Bind(const std::string& source, const std::string& dest) const {
+  [[nodiscard]] std::string Bind(const std::string& source, const std::string& dest) const {
     if (stage() == Stage::kOpenSource) {
       return WithErrno(fmt::format("Can't find source path {}", source), f.err);
     }
@@ -134,6 +134,43 @@ struct OpMessage {
   }
 };
 
+const char* JoinPidnsMessage(JoinPidnsStep step) {
+  switch (step) {
+    case JoinPidnsStep::kSetns:
+      return "Setting pidns failed";
+    case JoinPidnsStep::kFork:
+      return "Can't fork for --pidns";
+    case JoinPidnsStep::kUnshare:
+      return "unshare pid ns";
+    case JoinPidnsStep::kSendPid:
+      return "Can't send pid";
+  }
+  return "Setting pidns failed";
+}
+
+std::string LockFileMessage(const Plan& plan, const SetupFailure& f) {
+  uint32_t index = f.detail & 0x7fffffffU;
+  const std::string& path = index < plan.lock_files.size() ? plan.lock_files[index] : "";
+  const char* what =
+      (f.detail & 0x80000000U) != 0 ? "Unable to lock file" : "Unable to open lock file";
+  return WithErrno(fmt::format("{} {}", what, path), f.err);
+}
+
+std::string SeccompMessage(const SetupFailure& f) {
+  if (static_cast<Phase>(f.step) == Phase::kReadSeccomp) {
+    if (f.stage == static_cast<uint32_t>(Stage::kWriteData)) {
+      return "Invalid seccomp data, must be multiple of 8";
+    }
+    return WithErrno("Can't read seccomp data", f.err);
+  }
+  if (f.err == EINVAL) {
+    return "Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) "
+           "reported EINVAL. (Hint: this requires a kernel configured with CONFIG_SECCOMP "
+           "and CONFIG_SECCOMP_FILTER.)";
+  }
+  return WithErrno("Unable to set up system call filtering as requested", f.err);
+}
+
 std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
   switch (static_cast<Phase>(f.step)) {
     case Phase::kWaitForParent:
@@ -174,27 +211,13 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
       return WithErrno("capset failed", f.err);
     case Phase::kSwitchIds:
       return WithErrno("Unable to switch to the sandbox uid/gid", f.err);
-    case Phase::kLockFile: {
-      uint32_t index = f.detail & 0x7fffffffU;
-      const std::string& path = index < plan.lock_files.size() ? plan.lock_files[index] : "";
-      const char* what =
-          (f.detail & 0x80000000U) != 0 ? "Unable to lock file" : "Unable to open lock file";
-      return WithErrno(fmt::format("{} {}", what, path), f.err);
-    }
+    case Phase::kLockFile:
+      return LockFileMessage(plan, f);
     case Phase::kBlockFd:
       return WithErrno("Failed to read from --block-fd", f.err);
     case Phase::kReadSeccomp:
-      if (f.stage == static_cast<uint32_t>(Stage::kWriteData)) {
-        return "Invalid seccomp data, must be multiple of 8";
-      }
-      return WithErrno("Can't read seccomp data", f.err);
     case Phase::kLoadSeccomp:
-      if (f.err == EINVAL) {
-        return "Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) "
-               "reported EINVAL. (Hint: this requires a kernel configured with CONFIG_SECCOMP "
-               "and CONFIG_SECCOMP_FILTER.)";
-      }
-      return WithErrno("Unable to set up system call filtering as requested", f.err);
+      return SeccompMessage(f);
     case Phase::kChdir:
       return WithErrno(fmt::format("Can't chdir to {}", plan.cwd_candidates.front()), f.err);
     case Phase::kNewSession:
@@ -203,6 +226,17 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
       return WithErrno("Can't fork for pid 1", f.err);
     case Phase::kExec:
       return WithErrno(fmt::format("execvp {}", plan.exec_file), f.err);
+    case Phase::kJoinPidns:
+      return WithErrno(JoinPidnsMessage(static_cast<JoinPidnsStep>(f.detail)), f.err);
+    case Phase::kSwitchJoinedIds:
+      return f.detail == 0 ? WithErrno(fmt::format("unable to switch to uid {}",
+                                                   plan.joined.switch_uid.value_or(0)),
+                                       f.err)
+                           : WithErrno(fmt::format("unable to switch to gid {}",
+                                                   plan.joined.switch_gid.value_or(0)),
+                                       f.err);
+    case Phase::kJoinUserns2:
+      return WithErrno("Setting userns2 failed", f.err);
   }
   return WithErrno(fmt::format("setup step {:#x} failed", f.step), f.err);
 }

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -12,6 +13,8 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,7 @@
 #include "runtime/base/unique_fd.h"
 #include "runtime/child/child_main.h"
 #include "runtime/failure_message.h"
+#include "runtime/joined_namespaces.h"
 #include "runtime/namespace_info.h"
 
 namespace sbx::runtime {
@@ -63,7 +67,9 @@ Error CloneError(int err, const Plan& plan) {
         "Creating new namespace failed, likely because the kernel does not support user "
         "namespaces.  bwrap must be installed setuid on such systems.");
   }
-  if (err == EPERM && plan.mode == PrivilegeMode::kUnprivileged) {
+  // bwrap words EPERM this way whenever it asked for a user namespace (it is never
+  // setuid here); with --userns no user namespace is created and the generic text follows.
+  if (err == EPERM && userns) {
     return Error::Message(
         "No permissions to create a new namespace, likely because the kernel does not allow "
         "non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl "
@@ -159,7 +165,90 @@ base::Status WriteIdMapsFromParent(pid_t pid, const UserNamespacePlan& ns) {
   return write("gid_map", ns.gid);
 }
 
+// --pidns: learns which process the sandbox is (the child's descendant in the joined pid
+// namespace) and takes it over. On failure the child's own report, if it wrote one, comes
+// first, as bwrap prints the child's message before the monitor's.
+base::Status FollowIntoPidNamespace(const Plan& plan, int socket_fd, int report_fd,
+                                    StartedSandbox* sandbox) {
+  auto pid = ReceivePid(socket_fd);
+  if (!pid) {
+    std::string text = pid.error().Render();
+    if (auto child = ReadFailure(report_fd, plan)) text = child->Render() + "\n" + text;
+    return Error::Message(text);
+  }
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, *pid, 0)));
+  if (!pidfd) return base::ErrnoError("pidfd_open");
+  AdoptSandboxProcess(sandbox->pidfd(), *pid);
+  sandbox->FollowTo(*pid, std::move(pidfd));
+  return {};
+}
+
+// Reads the namespace ids for --info-fd/--json-status-fd now (before --userns2 changes
+// this process's view), as bwrap does. With --pidns --unshare-pid the new pid namespace
+// counts as created, although the clone did not create it.
+base::Result<std::optional<NamespaceIds>> ReadIdsToPublish(const Plan& plan, pid_t pid) {
+  if (!plan.info_fd && !plan.json_status_fd) return std::optional<NamespaceIds>();
+  Plan created;
+  created.clone_flags = plan.clone_flags | (plan.joined.new_pidns_below ? CLONE_NEWPID : 0);
+  auto ids = ReadNamespaceIds(created, pid);
+  if (!ids) return ids.error();
+  return std::optional<NamespaceIds>(std::move(*ids));
+}
+
+int WriteAll(int fd, const std::string& text) {
+  for (size_t off = 0; off < text.size();) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    off += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// Writes and closes --info-fd and writes the first --json-status-fd line.
+base::Status PublishIds(const Plan& plan, const NamespaceIds& ids) {
+  if (plan.info_fd) {
+    if (int err = WriteAll(*plan.info_fd, RenderInfoJson(ids))) {
+      return Error(err, "Write to info_fd");
+    }
+    ::close(*plan.info_fd);
+  }
+  if (plan.json_status_fd) {
+    if (int err = WriteAll(*plan.json_status_fd, RenderStatusLine(ids))) {
+      return Error(err, "Write to json_status_fd");
+    }
+  }
+  return {};
+}
+
+// The monitor's part between clone and releasing the child, in bwrap's order: maps
+// written from outside, namespace ids, --userns2, the --info-fd/--json-status-fd
+// documents, --userns-block-fd.
+base::Status PrepareRelease(const Plan& plan, pid_t pid) {
+  if (plan.userns && plan.userns->written_by_parent) {
+    if (auto st = WriteIdMapsFromParent(pid, *plan.userns); !st) return st.error();
+  }
+  auto ids = ReadIdsToPublish(plan, pid);
+  if (!ids) return ids.error();
+  if (plan.joined.userns2_fd && ::setns(*plan.joined.userns2_fd, CLONE_NEWUSER) != 0) {
+    return base::ErrnoError("Setting userns2 failed");
+  }
+  if (*ids) {
+    if (auto st = PublishIds(plan, **ids); !st) return st.error();
+  }
+  if (plan.userns_block_fd) {
+    char byte;
+    (void)!::read(*plan.userns_block_fd, &byte, 1);
+  }
+  return {};
+}
+
 }  // namespace
+
+void StartedSandbox::FollowTo(pid_t pid, base::UniqueFd pidfd) {
+  pid_ = pid;
+  pidfd_ = std::move(pidfd);
+}
 
 StartedSandbox::~StartedSandbox() {
   if (done_ || !pidfd_) return;
@@ -177,71 +266,108 @@ int StartedSandbox::Wait() {
 
 void StartedSandbox::Signal(int sig) const { base::PidfdSendSignal(pidfd_.get(), sig); }
 
-base::Result<StartedSandbox> Start(const Plan& plan) {
-  if (!IsSingleThreaded()) return Error(EDEADLK, "Refusing to clone from a multi-threaded process");
-  ChildMemory memory(plan);
+namespace {
+
+// The monitor's ends and the child's ends of every channel between them.
+struct LaunchFds {
+  base::FdPair report;      // child -> monitor: SetupFailure, EOF on exec
+  base::FdPair go;          // monitor -> child: EOF releases it (only when parent_first)
+  base::FdPair status;      // reaper -> monitor: the command's wait status
+  base::FdPair pid_socket;  // --pidns: the sandbox's final process sends its pid
+  UniqueFd self_pidfd;      // --die-with-parent: the child watches the monitor
+};
+
+// Everything the monitor does before clone, in bwrap's order.
+base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
+  LaunchFds fds;
   auto report = base::MakePipe();
   if (!report) return report.error();
+  fds.report = std::move(*report);
   bool parent_maps = plan.userns && plan.userns->written_by_parent;
-  bool parent_first = plan.info_fd || plan.json_status_fd || plan.userns_block_fd || parent_maps;
-  base::FdPair go, status;
+  // --pidns: the monitor must know the sandbox's pid before it may run; --userns2: the
+  // monitor joins it first and a failure there must stop the child before its setup.
+  bool parent_first = plan.info_fd || plan.json_status_fd || plan.userns_block_fd || parent_maps ||
+                      plan.joined.pidns_fd || plan.joined.userns2_fd;
   if (parent_first) {
     auto p = base::MakePipe();
     if (!p) return p.error();
-    go = std::move(*p);
+    fds.go = std::move(*p);
   }
   if (plan.reaper) {
     auto p = base::MakePipe();
     if (!p) return p.error();
-    status = std::move(*p);
+    fds.status = std::move(*p);
   }
-  UniqueFd self_pidfd;
+  // Before the death signal is armed below: a change of credentials could clear it.
+  if (plan.joined.userns_fd) {
+    if (auto st = JoinUserNamespace(*plan.joined.userns_fd); !st) return st.error();
+  }
+  if (plan.joined.pidns_fd) {
+    auto pair = PreparePidSocket();
+    if (!pair) return pair.error();
+    fds.pid_socket = std::move(*pair);
+  }
   if (plan.die_with_parent) {
-    self_pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
-    if (!self_pidfd) return base::ErrnoError("pidfd_open");
+    fds.self_pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+    if (!fds.self_pidfd) return base::ErrnoError("pidfd_open");
     // The monitor dies with its caller too; the child then dies with the monitor.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   }
+  return fds;
+}
+
+// The clone child: drops the monitor's ends and becomes the sandbox.
+[[noreturn]] void EnterChild(const Plan& plan, ChildMemory& memory, LaunchFds& fds) {
+  fds.report.read_end.reset();
+  fds.go.write_end.reset();
+  fds.status.read_end.reset();
+  fds.pid_socket.read_end.reset();
+  child::ChildLaunch launch;
+  launch.plan = &plan;
+  launch.sources = memory.sources.data();
+  launch.report_fd = fds.report.write_end.get();
+  launch.go_fd = fds.go.read_end.get();
+  launch.parent_pidfd = fds.self_pidfd.get();
+  launch.status_fd = fds.status.write_end.get();
+  launch.pid_socket = fds.pid_socket.write_end.get();
+  launch.argv = memory.argv.data();
+  launch.envp = memory.envp.data();
+  launch.pwd_slot = memory.envp.size() - 2;
+  launch.pwd_entries = memory.pwd_entries.data();
+  launch.failure_text = memory.failure_text.data();
+  child::ChildMain(launch);
+}
+
+}  // namespace
+
+base::Result<StartedSandbox> Start(const Plan& plan) {
+  if (!IsSingleThreaded()) return Error(EDEADLK, "Refusing to clone from a multi-threaded process");
+  ChildMemory memory(plan);
+  auto fds = PrepareMonitor(plan);
+  if (!fds) return fds.error();
   std::signal(SIGCHLD, SIG_DFL);  // a caller that ignores SIGCHLD would break waitid
 
   int raw_pidfd = -1;
   pid_t pid = CloneChild(plan, &raw_pidfd);
   if (pid < 0) return CloneError(errno, plan);
-  if (pid == 0) {
-    report.value().read_end.reset();
-    go.write_end.reset();
-    status.read_end.reset();
-    child::ChildLaunch launch;
-    launch.plan = &plan;
-    launch.sources = memory.sources.data();
-    launch.report_fd = report->write_end.get();
-    launch.go_fd = go.read_end.get();
-    launch.parent_pidfd = self_pidfd.get();
-    launch.status_fd = status.write_end.get();
-    launch.argv = memory.argv.data();
-    launch.envp = memory.envp.data();
-    launch.pwd_slot = memory.envp.size() - 2;
-    launch.pwd_entries = memory.pwd_entries.data();
-    launch.failure_text = memory.failure_text.data();
-    child::ChildMain(launch);
-  }
-  StartedSandbox sandbox(plan, pid, UniqueFd(raw_pidfd), std::move(status.read_end));
-  report->write_end.reset();
-  go.read_end.reset();
-  status.write_end.reset();
-  self_pidfd.reset();
+  if (pid == 0) EnterChild(plan, memory, *fds);
+  StartedSandbox sandbox(plan, pid, UniqueFd(raw_pidfd), std::move(fds->status.read_end));
+  fds->report.write_end.reset();
+  fds->go.read_end.reset();
+  fds->status.write_end.reset();
+  fds->self_pidfd.reset();
+  fds->pid_socket.write_end.reset();
 
-  if (parent_maps) {
-    if (auto st = WriteIdMapsFromParent(pid, *plan.userns); !st) return st.error();
+  if (plan.joined.pidns_fd) {
+    auto st = FollowIntoPidNamespace(plan, fds->pid_socket.read_end.get(),
+                                     fds->report.read_end.get(), &sandbox);
+    if (!st) return st.error();
+    fds->pid_socket.read_end.reset();
   }
-  if (auto st = PublishNamespaceInfo(plan, pid); !st) return st.error();
-  if (plan.userns_block_fd) {
-    char byte;
-    (void)!::read(*plan.userns_block_fd, &byte, 1);
-  }
-  go.write_end.reset();  // releases the child
+  if (auto st = PrepareRelease(plan, sandbox.pid()); !st) return st.error();
+  fds->go.write_end.reset();  // releases the child
 
-  if (auto failure = ReadFailure(report->read_end.get(), plan)) return *failure;
+  if (auto failure = ReadFailure(fds->report.read_end.get(), plan)) return *failure;
   return sandbox;
 }
 

@@ -36,6 +36,9 @@ class StartedSandbox {
   void Signal(int sig) const;
   // The caller reaped the child itself (waitid on pidfd()): nothing left to kill.
   void MarkReaped() { done_ = true; }
+  // --pidns: the sandbox is the process the child forked into the joined pid namespace
+  // (now a child of this monitor, a subreaper), no longer the cloned child itself.
+  void FollowTo(pid_t pid, base::UniqueFd pidfd);
 
  private:
   const Plan* plan_;

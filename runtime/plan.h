@@ -47,6 +47,29 @@ struct UserNamespacePlan {
   bool written_by_parent = false;
 };
 
+// Existing namespaces the caller hands over as inherited fds (--userns, --userns2,
+// --pidns), joined where bwrap 0.11.1 joins them. The fds stay the caller's: the runtime
+// never closes them, and the command inherits them like any other caller fd.
+struct JoinedNamespaces {
+  // --userns: the monitor setns()es into it before clone, so every namespace the clone
+  // creates is owned by it (no CLONE_NEWUSER then).
+  std::optional<int> userns_fd;
+  // --userns2: the monitor joins it before releasing the child; the child joins it right
+  // after the pivot (before a nested user namespace, if the plan has one).
+  std::optional<int> userns2_fd;
+  // --pidns: the child setns()es into it and forks, so its child is in that namespace;
+  // with --unshare-pid it then creates a new pid namespace below it and forks again. The
+  // final process reports its pid to the monitor over a socket (SCM_CREDENTIALS).
+  std::optional<int> pidns_fd;
+  bool new_pidns_below = false;  // --pidns with --unshare-pid
+  // --userns: ids the child switches to inside the joined namespace, set only when they
+  // differ from the caller's (bwrap: setuid first, then setgid).
+  std::optional<uid_t> switch_uid;
+  std::optional<gid_t> switch_gid;
+
+  [[nodiscard]] bool any() const { return userns_fd || userns2_fd || pidns_fd; }
+};
+
 // A SpecOp with every default filled in and every host path made absolute.
 using PlanOp = SpecOp;
 
@@ -54,6 +77,7 @@ struct Plan {
   PrivilegeMode mode = PrivilegeMode::kUnprivileged;
   uint64_t clone_flags = 0;  // CLONE_NEW* for clone3 (CLONE_NEWNS always)
   std::optional<UserNamespacePlan> userns;
+  JoinedNamespaces joined;
   uid_t sandbox_uid = 0;
   gid_t sandbox_gid = 0;
   std::optional<std::string> hostname;  // last --hostname, for the printed plan only

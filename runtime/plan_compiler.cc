@@ -95,6 +95,23 @@ std::vector<PlanOp> NormalizeOps(const SandboxSpec& spec, const HostFacts& host)
   return ops;
 }
 
+// --userns/--userns2/--pidns: the fds as given; the ids to switch to inside a joined user
+// namespace are only those the caller asked to differ from its own (bwrap compares with
+// its real ids and calls setuid/setgid only then).
+JoinedNamespaces PlanJoinedNamespaces(const SandboxSpec& spec, const HostFacts& host,
+                                      uid_t sandbox_uid, gid_t sandbox_gid) {
+  JoinedNamespaces joined;
+  joined.userns_fd = spec.userns_fd;
+  joined.userns2_fd = spec.userns2_fd;
+  joined.pidns_fd = spec.pidns_fd;
+  joined.new_pidns_below = spec.pidns_fd.has_value() && spec.unshare_pid;
+  if (spec.userns_fd) {
+    if (sandbox_uid != host.uid) joined.switch_uid = sandbox_uid;
+    if (sandbox_gid != host.gid) joined.switch_gid = sandbox_gid;
+  }
+  return joined;
+}
+
 void PlanCommand(const SandboxSpec& spec, const HostFacts& host, Plan* plan) {
   if (spec.chdir) {
     plan->cwd_candidates = {*spec.chdir};
@@ -132,6 +149,7 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   plan.sandbox_uid = spec.uid.value_or(default_uid);
   plan.sandbox_gid = spec.gid.value_or(default_gid);
   if (userns) plan.userns = PlanUserNamespace(spec, host, plan.sandbox_uid, plan.sandbox_gid);
+  plan.joined = PlanJoinedNamespaces(spec, host, plan.sandbox_uid, plan.sandbox_gid);
   for (const auto& op : spec.ops) {
     if (const auto* h = std::get_if<SetHostnameOp>(&op)) plan.hostname = h->hostname;
   }
@@ -144,7 +162,9 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   auto resolved = ResolveCapabilities(initial, spec.cap_changes, host.cap_last_cap);
   if (!resolved) return resolved.error();
   plan.caps = DecideCapabilities({.caller_is_root = host.IsRoot(),
-                                  .new_user_namespace = userns,
+                                  // A joined user namespace also comes with a full
+                                  // bounding set, which bwrap trims the same way.
+                                  .new_user_namespace = userns || spec.userns_fd.has_value(),
                                   .cap_options_used = !spec.cap_changes.empty(),
                                   .resolved = *resolved,
                                   .last_cap = host.cap_last_cap});

@@ -72,13 +72,32 @@ std::string Namespaces(uint64_t flags) {
   return fmt::format("{}", fmt::join(names, " "));
 }
 
+// Nothing for a plan without --userns/--userns2/--pidns (the golden plans stay as they
+// were).
+template <typename Line>
+void PrintJoined(const JoinedNamespaces& joined, const Line& line) {
+  if (joined.userns_fd) {
+    std::string ids;
+    if (joined.switch_uid) ids += fmt::format(" then uid {}", *joined.switch_uid);
+    if (joined.switch_gid) ids += fmt::format(" then gid {}", *joined.switch_gid);
+    line(fmt::format("join user namespace: fd {} before clone{}", *joined.userns_fd, ids));
+  }
+  if (joined.pidns_fd) {
+    line(fmt::format("join pid namespace: fd {}{}", *joined.pidns_fd,
+                     joined.new_pidns_below ? ", then a new pid namespace below it" : ""));
+  }
+  if (joined.userns2_fd) {
+    line(fmt::format("join user namespace after setup: fd {}", *joined.userns2_fd));
+  }
+}
+
 }  // namespace
 
 std::string Describe(const PlanOp& op) { return std::visit(Describer{}, op); }
 
 std::string PrintPlan(const Plan& plan) {
   std::string out;
-  auto line = [&out](std::string text) {
+  auto line = [&out](const std::string& text) {
     out += text;
     out += '\n';
   };
@@ -93,6 +112,7 @@ std::string PrintPlan(const Plan& plan) {
       line(fmt::format("nested gid map: {} {} 1", ns.second_gid->inside, ns.second_gid->outside));
     }
   }
+  PrintJoined(plan.joined, line);
   line(fmt::format("sandbox ids: {}:{}", plan.sandbox_uid, plan.sandbox_gid));
   for (size_t i = 0; i < plan.ops.size(); ++i)
     line(fmt::format("op {}: {}", i, Describe(plan.ops[i])));

@@ -50,6 +50,7 @@ std::string FdPayload(const FdSpec& spec) {
     case FdSpec::Kind::kData:
     case FdSpec::Kind::kPathOfFixture:
     case FdSpec::Kind::kCapture:
+    case FdSpec::Kind::kOwnNamespace:
       break;
   }
   return spec.data;
@@ -99,6 +100,13 @@ RunFds PrepareFds(const Scenario& scenario, const std::string& fixture) {
       fds.held.push_back(std::move(path));
       continue;
     }
+    if (spec.kind == FdSpec::Kind::kOwnNamespace) {
+      Fd ns(open(("/proc/self/ns/" + spec.data).c_str(), O_RDONLY | O_CLOEXEC));
+      if (ns.get() < 0) std::abort();
+      fds.options.pass_fds.emplace_back(spec.number, ns.get());
+      fds.held.push_back(std::move(ns));
+      continue;
+    }
     Pipe pipe = MakePipe();
     if (spec.kind == FdSpec::Kind::kCapture) {
       fds.options.pass_fds.emplace_back(spec.number, pipe.write_end.get());
@@ -117,7 +125,7 @@ RunFds PrepareFds(const Scenario& scenario, const std::string& fixture) {
   }
   fds.options.cwd = scenario.cwd;
   fds.options.ignore_sigchld = scenario.ignore_sigchld;
-  fds.options.timeout = kRunTimeout;
+  fds.options.timeout = scenario.timeout.value_or(kRunTimeout);
   return fds;
 }
 

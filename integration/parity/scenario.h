@@ -13,6 +13,7 @@
 // exception cannot hide any other change.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -49,6 +50,7 @@ struct FdSpec {
     kSeccompDenyKeyctl,  // a pipe holding a BPF program: keyctl -> EPERM, else allow
     kSeccompAllow,       // a pipe holding a one-instruction allow-all program
     kSeccompBadLength,   // a pipe holding 7 bytes
+    kOwnNamespace,       // /proc/self/ns/<data> of the test process (e.g. "user", "pid")
   };
   int number;
   Kind kind;
@@ -73,6 +75,10 @@ struct Scenario {
   std::optional<std::string> bwrap_stderr = {};
   // Probe report keys left out of the comparison (each use is documented in the row).
   std::vector<std::string> ignore_keys = {};
+  // How long one run may take (unset: the runner's default). Output pipes still open after
+  // the backend itself exited are read until then, so a row whose bwrap leaves a process
+  // behind that holds them (documented in the row) sets a short one.
+  std::optional<std::chrono::milliseconds> timeout = {};
 };
 
 // gtest prints a failing parameter with this (instead of a byte dump).

@@ -141,6 +141,10 @@ void BuildFilesystem(const ChildLaunch& launch) {
 
 }  // namespace
 
+// After clone nothing can catch: if a library call (libnl, libcap) threw, terminate()
+// would abort the child, which the monitor reports as the child's death. That is the
+// intended outcome, so noexcept stays.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 void ChildMain(const ChildLaunch& launch) noexcept {
   const Plan& plan = *launch.plan;
   // A monitor that waits for signals with a signalfd has them blocked; the sandbox
@@ -148,10 +152,22 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Before anything else, as bwrap: from here on this is a different process (the one in
+  // the joined pid namespace), whose pid the monitor waits for.
+  if (plan.joined.pidns_fd) {
+    Check(launch, Phase::kJoinPidns, JoinPidNamespace(plan.joined, launch.pid_socket));
+  }
   // The monitor writes these; the sandbox must not inherit them.
   if (plan.info_fd) ::close(*plan.info_fd);
   if (plan.json_status_fd) ::close(*plan.json_status_fd);
   if (launch.go_fd >= 0) Check(launch, Phase::kWaitForParent, WaitForParent(launch.go_fd));
+  if (plan.joined.userns_fd) {
+    // The monitor joined --userns before clone, which gave it a full bounding set: trim it
+    // while CAP_SETPCAP is still there, then take the requested ids in that namespace.
+    // Both before the death signal is armed, since a change of ids clears it.
+    Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));
+    Check(launch, Phase::kSwitchJoinedIds, SwitchToJoinedIds(plan.joined));
+  }
   if (plan.die_with_parent) {
     // Kept open when the ids change later: that clears the signal, which is armed again.
     bool ids_change = plan.userns && plan.userns->written_by_parent;
@@ -172,6 +188,12 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   if (plan.configure_loopback) Check(launch, Phase::kLoopback, ConfigureLoopback());
   ::umask(0);
   BuildFilesystem(launch);
+  if (plan.joined.userns2_fd) {
+    // setns() gives full capabilities in --userns2; bwrap does not trim the bounding set
+    // again here, the capability phase sets the rest.
+    Check(launch, Phase::kJoinUserns2,
+          ::setns(*plan.joined.userns2_fd, CLONE_NEWUSER) == 0 ? 0 : errno);
+  }
   if (plan.userns && plan.userns->second_uid) {
     Check(launch, Phase::kSecondUserns, EnterSecondUserNamespace(plan, proc_fd));
   }

@@ -22,6 +22,7 @@ struct ChildLaunch {
   int go_fd = -1;                // read end: wait for EOF before setup (-1: no wait)
   int parent_pidfd = -1;         // pidfd of the monitor, for --die-with-parent
   int status_fd = -1;            // reaper -> monitor: the command's wait status
+  int pid_socket = -1;           // --pidns: the final process sends its pid here (CLOEXEC)
   char* const* argv = nullptr;   // NULL-terminated
   char** envp = nullptr;         // NULL-terminated; envp[pwd_slot] is set by the child
   size_t pwd_slot = 0;
@@ -29,6 +30,7 @@ struct ChildLaunch {
   char* failure_text = nullptr;        // PATH_MAX bytes
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): see the definition.
 [[noreturn]] void ChildMain(const ChildLaunch& launch) noexcept;
 
 }  // namespace sbx::runtime::child

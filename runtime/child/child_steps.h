@@ -35,6 +35,18 @@ StepResult EnterSecondUserNamespace(const Plan& plan, int proc_fd) noexcept;
 // "leaving root" rule does not apply).
 int SwitchToSandboxIds(const Plan& plan) noexcept;
 
+// --pidns, first thing after clone: setns() into plan.joined.pidns_fd, fork (the parent
+// exits, the child is in that namespace), with new_pidns_below unshare(CLONE_NEWPID) and
+// fork again, then send this final process's pid to the monitor over `pid_socket`
+// (SCM_CREDENTIALS, which the kernel translates into the monitor's pid namespace) and
+// close it. Every intermediate process _exit(0)s; the monitor is their subreaper.
+StepResult JoinPidNamespace(const JoinedNamespaces& joined, int pid_socket) noexcept;
+
+// --userns, right after the go signal: setuid, then setgid, to the ids that differ from
+// the caller's (bwrap's order; without KEEPCAPS a non-zero uid loses the capabilities,
+// exactly as with bwrap). detail: 0 = uid, 1 = gid.
+StepResult SwitchToJoinedIds(const JoinedNamespaces& joined) noexcept;
+
 // Capabilities, --block-fd, --seccomp, chdir, setsid, the reaper fork and exec.
 [[noreturn]] void RunCommandPhases(const ChildLaunch& launch) noexcept;
 

@@ -35,6 +35,18 @@ enum class Phase : uint32_t {
   kNewSession,
   kForkReaper,
   kExec,
+  // Joined namespaces (--pidns, --userns, --userns2); appended to keep earlier values.
+  kJoinPidns,        // detail: JoinPidnsStep
+  kSwitchJoinedIds,  // detail: 0 = setuid, 1 = setgid
+  kJoinUserns2,
+};
+
+// Which part of joining --pidns failed (SetupFailure::detail of Phase::kJoinPidns).
+enum class JoinPidnsStep : uint32_t {
+  kSetns = 0,  // "Setting pidns failed"
+  kFork,       // "Can't fork for --pidns"
+  kUnshare,    // "unshare pid ns" (--pidns with --unshare-pid)
+  kSendPid,    // "Can't send pid"
 };
 
 // Stages inside one op (which part of the op failed); the renderer picks bwrap's text.

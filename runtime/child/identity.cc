@@ -1,7 +1,8 @@
-// Id maps and the nested user namespace, for the child after clone.
+// Id maps, the nested user namespace and the joined namespaces, for the child after clone.
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,7 +34,64 @@ void FormatMapLine(char* buf, IdMapping m) {
   std::memcpy(buf + n, " 1\n", 4);
 }
 
+// A setns() into a pid namespace only moves future children: fork, and let the parent
+// go. It exits at once; the monitor, a child subreaper, inherits and reaps the child.
+int ForkIntermediate() {
+  pid_t pid = ::fork();
+  if (pid < 0) return errno;
+  if (pid > 0) ::_exit(0);
+  return 0;
+}
+
+// One byte with this process's credentials attached. The kernel checks the pid against
+// the sender and rewrites it into the receiver's pid namespace, which is how the monitor
+// learns the sandbox's pid as it sees it.
+int SendOwnPid(int socket_fd) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_CREDENTIALS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(ucred));
+  ucred cred{::getpid(), ::geteuid(), ::getegid()};
+  std::memcpy(CMSG_DATA(cmsg), &cred, sizeof(cred));
+  ssize_t n;
+  do {
+    n = ::sendmsg(socket_fd, &msg, 0);
+  } while (n < 0 && errno == EINTR);
+  return n < 0 ? errno : 0;
+}
+
 }  // namespace
+
+StepResult JoinPidNamespace(const JoinedNamespaces& joined, int pid_socket) noexcept {
+  auto fail = [](int err, JoinPidnsStep step) {
+    return StepResult{err, Stage::kNone, static_cast<uint32_t>(step)};
+  };
+  if (::setns(*joined.pidns_fd, CLONE_NEWPID) != 0) return fail(errno, JoinPidnsStep::kSetns);
+  if (int err = ForkIntermediate()) return fail(err, JoinPidnsStep::kFork);
+  if (joined.new_pidns_below) {
+    // --pidns with --unshare-pid: a new pid namespace below the joined one, whose pid 1
+    // is the process forked next.
+    if (::unshare(CLONE_NEWPID) != 0) return fail(errno, JoinPidnsStep::kUnshare);
+    if (int err = ForkIntermediate()) return fail(err, JoinPidnsStep::kFork);
+  }
+  if (int err = SendOwnPid(pid_socket)) return fail(err, JoinPidnsStep::kSendPid);
+  ::close(pid_socket);
+  return {};
+}
+
+StepResult SwitchToJoinedIds(const JoinedNamespaces& joined) noexcept {
+  if (joined.switch_uid && ::setuid(*joined.switch_uid) != 0) return {errno, Stage::kNone, 0};
+  if (joined.switch_gid && ::setgid(*joined.switch_gid) != 0) return {errno, Stage::kNone, 1};
+  return {};
+}
 
 StepResult WriteIdMaps(int proc_fd, IdMapping uid, IdMapping gid, bool deny_setgroups) noexcept {
   char line[64];

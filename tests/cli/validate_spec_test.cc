@@ -36,6 +36,31 @@ TEST(ValidateSpecTest, UserNamespaceChecksComeBeforeTheCommandCheck) {
   EXPECT_EQ(Check(spec), "usage");
 }
 
+// bwrap 0.11.1 refuses --userns only next to --unshare-user(-try) (and in setuid mode);
+// --userns2 without --userns and --pidns with --unshare-pid (a nested pid namespace) are
+// accepted and fail, if at all, at setns() time.
+TEST(ValidateSpecTest, JoinedNamespaceCombinations) {
+  SandboxSpec spec = WithCommand();
+  spec.userns_fd = 3;
+  spec.unshare_user_try = true;
+  EXPECT_EQ(Check(spec), "--userns not compatible --unshare-user-try");
+  spec.unshare_user = true;
+  EXPECT_EQ(Check(spec), "--userns not compatible --unshare-user");
+  spec = WithCommand();
+  spec.userns2_fd = 4;
+  EXPECT_EQ(Check(spec), "ok");
+  EXPECT_EQ(Check(spec, cli::testing::RootHost()), "ok");
+  spec.pidns_fd = 5;
+  spec.unshare_pid = true;
+  spec.as_pid_1 = true;
+  EXPECT_EQ(Check(spec), "ok");
+  // --userns counts as a user namespace for --uid, also for root.
+  spec = WithCommand();
+  spec.userns_fd = 0;
+  spec.uid = 5;
+  EXPECT_EQ(Check(spec, cli::testing::RootHost()), "ok");
+}
+
 TEST(ValidateSpecTest, UsernsBlockFdOrder) {
   SandboxSpec spec = WithCommand();
   spec.userns_block_fd = 3;

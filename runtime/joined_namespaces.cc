@@ -1,0 +1,117 @@
+// The monitor's side of --userns and --pidns (bwrap-reference §3.2 step 16, §3.4 step 1):
+// joining the caller's user namespace before clone, and finding and adopting the process
+// the child forks into the caller's pid namespace.
+#include "runtime/joined_namespaces.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace sbx::runtime {
+namespace {
+
+using base::Error;
+using base::UniqueFd;
+
+// The parent pid of `pid` from /proc/PID/status, or -1.
+pid_t ParentOf(pid_t pid) {
+  std::string path = fmt::format("/proc/{}/status", pid);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return -1;
+  char buf[4096];
+  ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* field = std::strstr(buf, "\nPPid:");
+  return field == nullptr ? -1 : static_cast<pid_t>(std::strtol(field + 6, nullptr, 10));
+}
+
+}  // namespace
+
+// --userns: the monitor itself enters the namespace before clone, so the namespaces the
+// clone creates are owned by it (bwrap-reference §3.2 step 16).
+base::Status JoinUserNamespace(int fd) {
+  if (::setns(fd, CLONE_NEWUSER) == 0) return {};
+  if (errno == EINVAL) {
+    return Error::Message(
+        "Joining the specified user namespace failed, it might not be a descendant of the "
+        "current user namespace.");
+  }
+  return base::ErrnoError("Joining specified user namespace failed");
+}
+
+// --pidns: the monitor becomes a child subreaper, so the process the child forks into the
+// joined pid namespace is re-parented to it once the intermediate processes exit, and
+// gets a socket pair whose [0] end receives that process's pid.
+base::Result<base::FdPair> PreparePidSocket() {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  auto pair = base::MakeSocketPair(SOCK_SEQPACKET);
+  if (!pair) return Error(pair.error().err(), "Can't create intermediate pids socket");
+  int enable = 1;
+  if (::setsockopt(pair->read_end.get(), SOL_SOCKET, SO_PASSCRED, &enable, sizeof(enable)) != 0) {
+    return base::ErrnoError("Can't set SO_PASSCRED");
+  }
+  return pair;
+}
+
+// The pid the sandbox's final process sent (in this process's pid namespace), with
+// bwrap's messages. EOF without credentials means the child died before sending.
+base::Result<pid_t> ReceivePid(int socket_fd) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = ::recvmsg(socket_fd, &msg, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return base::ErrnoError("Can't read pid from socket");
+  if (msg.msg_controllen == 0) return Error::Message("Unexpected short read from pid socket");
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+        c->cmsg_len == CMSG_LEN(sizeof(ucred))) {
+      ucred cred{};
+      std::memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+      return cred.pid;
+    }
+  }
+  return Error::Message("No pid returned on socket");
+}
+
+// Reaps the intermediate processes of --pidns (the clone child, and with --unshare-pid
+// the one it forked) until `target` is this monitor's own child, so that waitid() on it
+// works. `target` itself waits for the go signal, so it is never the one reaped here
+// unless it was killed, in which case the loop stops too.
+void AdoptSandboxProcess(int first_pidfd, pid_t target) {
+  siginfo_t info{};
+  while (::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(first_pidfd), &info, WEXITED) !=
+             0 &&
+         errno == EINTR) {
+  }
+  const pid_t self = ::getpid();
+  while (ParentOf(target) != self) {
+    info = {};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (info.si_pid == target) return;
+    ::waitid(P_PID, static_cast<id_t>(info.si_pid), &info, WEXITED);
+  }
+}
+
+}  // namespace sbx::runtime
