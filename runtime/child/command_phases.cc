@@ -1,6 +1,8 @@
 // The child's last phases: from a finished root to exec (and the pid-1 reaper).
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -130,6 +132,62 @@ void ReaperMain(const Plan& plan, pid_t command_pid, int status_fd) noexcept {
   ::_exit(ExitCodeOf(command_status));
 }
 
+namespace {
+
+// What the command process does between the reaper's fork and exec. Also the whole tail
+// when there is no reaper.
+[[noreturn]] void ExecCommand(const ChildLaunch& launch, const std::vector<BpfProgram>& programs) {
+  const Plan& plan = *launch.plan;
+  if (plan.sync_fd && !plan.as_pid_1) ::close(*plan.sync_fd);
+  Check(launch, Phase::kCapabilities, ApplyCapPlanAmbient(plan.caps));
+  Check(launch, Phase::kLoadSeccomp, LoadSeccompPrograms(programs));
+  if (plan.close_inherited_fds) {
+    Check(launch, Phase::kExec, ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0 ? 0 : errno);
+  }
+  environ = launch.envp;
+  ::execvp(plan.exec_file.c_str(), launch.argv);
+  Fail(launch, static_cast<uint32_t>(Phase::kExec), {errno, Stage::kNone});
+}
+
+struct CommandStart {
+  const ChildLaunch* launch;
+  const std::vector<BpfProgram>* programs;
+};
+
+int CommandEntry(void* arg) {
+  auto* start = static_cast<CommandStart*>(arg);
+  const ChildLaunch& launch = *start->launch;
+  if (launch.status_fd >= 0) ::close(launch.status_fd);
+  if (launch.plan->die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ExecCommand(launch, *start->programs);
+}
+
+// Starts the command as the reaper's child, vfork-style: CLONE_VM shares the reaper's
+// memory and CLONE_VFORK suspends the reaper until the command has exec'd (or failed and
+// exited), so no page tables are copied and neither side takes copy-on-write faults.
+// The command only closes fds (its own table: no CLONE_FILES), makes per-task prctl and
+// capability calls, installs seccomp and execs, none of which allocates or writes memory
+// the reaper reads afterwards except `environ`, which the reaper never uses. It runs on its
+// own stack, sized like posix_spawn's for execvp's script fallback (argv on the stack).
+pid_t SpawnCommand(const ChildLaunch& launch, const std::vector<BpfProgram>& programs) {
+  size_t argc = 0;
+  while (launch.argv[argc] != nullptr) ++argc;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  size_t stack_size = ((argc + 2) * sizeof(char*) + 64 * 1024 + page - 1) / page * page;
+  void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  CommandStart start{&launch, &programs};
+  pid_t pid = ::clone(CommandEntry, static_cast<char*>(stack) + stack_size,
+                      CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+  int err = errno;
+  ::munmap(stack, stack_size);
+  errno = err;
+  return pid;
+}
+
+}  // namespace
+
 void RunCommandPhases(const ChildLaunch& launch) noexcept {
   const Plan& plan = *launch.plan;
   Check(launch, Phase::kCapabilities, ApplyCapPlanSets(plan.caps));
@@ -154,26 +212,14 @@ void RunCommandPhases(const ChildLaunch& launch) noexcept {
     }
   }
   if (plan.reaper) {
-    pid_t pid = ::fork();
+    pid_t pid = SpawnCommand(launch, programs);
     if (pid < 0) Fail(launch, static_cast<uint32_t>(Phase::kForkReaper), {errno, Stage::kNone});
-    if (pid > 0) {
-      // pid 1 keeps --sync-fd open for the sandbox's lifetime; it needs no report pipe.
-      ::close(launch.report_fd);
-      (void)LoadSeccompPrograms(programs);
-      ReaperMain(plan, pid, launch.status_fd);
-    }
-    if (launch.status_fd >= 0) ::close(launch.status_fd);
-    if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // pid 1 keeps --sync-fd open for the sandbox's lifetime; it needs no report pipe.
+    ::close(launch.report_fd);
+    (void)LoadSeccompPrograms(programs);
+    ReaperMain(plan, pid, launch.status_fd);
   }
-  if (plan.sync_fd && !plan.as_pid_1) ::close(*plan.sync_fd);
-  Check(launch, Phase::kCapabilities, ApplyCapPlanAmbient(plan.caps));
-  Check(launch, Phase::kLoadSeccomp, LoadSeccompPrograms(programs));
-  if (plan.close_inherited_fds) {
-    Check(launch, Phase::kExec, ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0 ? 0 : errno);
-  }
-  environ = launch.envp;
-  ::execvp(plan.exec_file.c_str(), launch.argv);
-  Fail(launch, static_cast<uint32_t>(Phase::kExec), {errno, Stage::kNone});
+  ExecCommand(launch, programs);
 }
 
 }  // namespace sbx::runtime::child

@@ -226,6 +226,8 @@ StepResult DoDev(const SetupContext& ctx, const DevOp& op, OpSources& src);
 StepResult DoSymlink(const SetupContext& ctx, const SymlinkOp& op);
 StepResult DoOverlay(const SetupContext& ctx, const OverlayOp& op, size_t index);
 
+// std::visit throws only for a valueless variant, which no Plan op ever is.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 StepResult ExecuteOp(const SetupContext& ctx, size_t index) noexcept {
   OpSources& src = ctx.sources[index];
   struct Visitor {

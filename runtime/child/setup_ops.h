@@ -42,6 +42,7 @@ struct SetupContext {
 StepResult OpenSources(const SetupContext& ctx) noexcept;
 
 // Executes op `index` of ctx.plan->ops.
+// NOLINTNEXTLINE(bugprone-exception-escape): see the definition.
 StepResult ExecuteOp(const SetupContext& ctx, size_t index) noexcept;
 
 }  // namespace sbx::runtime::child
