@@ -62,6 +62,8 @@ std::string_view EndReasonName(EndReason reason) {
       return "limit";
     case EndReason::kShutdown:
       return "shutdown";
+    case EndReason::kRefused:
+      return "refused";
   }
   return "unknown";
 }
@@ -71,6 +73,7 @@ Connection::Connection(const ConnectionConfig& config, base::UniqueFd downstream
       target_(config.target),
       limits_(config.limits),
       owner_(config.owner),
+      shared_downstream_(config.shared_downstream),
       down_(this, /*upstream=*/false),
       up_(this, /*upstream=*/true),
       upward_(config.limits->buffer_bytes, config.pool, config.splice),
@@ -89,7 +92,7 @@ Connection::~Connection() {
   if (state_ == State::kClosed) return;
   loop_->CancelTimer(timer_);
   // The fds close with the members right after.
-  if (down_.fd) loop_->UnwatchBeforeClose(down_.fd.get());
+  if (down_.fd) loop_->Unwatch(down_.fd.get());
   if (up_.fd) loop_->UnwatchBeforeClose(up_.fd.get());
 }
 
@@ -262,7 +265,13 @@ void Connection::Close(EndReason reason, int err, CloseMode mode) {
   loop_->CancelTimer(timer_);
   for (Side* side : {&down_, &up_}) {
     if (!side->fd) continue;
-    loop_->UnwatchBeforeClose(side->fd.get());  // closed just below, never duplicated
+    // Closed just below; only the downstream of a handoff may have another reference (the
+    // sender's, closed a moment later), and epoll keeps a registration while any remains.
+    if (side == &down_ && shared_downstream_) {
+      loop_->Unwatch(side->fd.get());
+    } else {
+      loop_->UnwatchBeforeClose(side->fd.get());
+    }
     if (mode == CloseMode::kReset) SetResetOnClose(side->fd.get());
     side->fd.reset();
     side->io = SocketState{};

@@ -108,6 +108,12 @@ Result<UniqueFd> Endpoint::ConnectNonBlocking() const {
 }
 
 base::Status Endpoint::Probe(std::chrono::milliseconds timeout) const {
+  auto fd = Connect(timeout);
+  if (!fd) return fd.error();
+  return {};  // closing `fd` without a byte sent ends the probe
+}
+
+base::Result<base::UniqueFd> Endpoint::Connect(std::chrono::milliseconds timeout) const {
   auto fd = ConnectNonBlocking();
   if (!fd) return fd.error();
   pollfd pfd{fd->get(), POLLOUT, 0};
@@ -115,12 +121,12 @@ base::Status Endpoint::Probe(std::chrono::milliseconds timeout) const {
   do {
     ready = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
   } while (ready < 0 && errno == EINTR);
-  if (ready < 0) return ErrnoError("Can't poll probe of", ToString());
-  if (ready == 0) return base::Error(ETIMEDOUT, "Probe timed out:", ToString());
+  if (ready < 0) return ErrnoError("Can't wait for connection to", ToString());
+  if (ready == 0) return base::Error(ETIMEDOUT, "Connection timed out:", ToString());
   if (int err = TakeSocketError(fd->get()); err != 0) {
-    return base::Error(err, "Probe failed:", ToString());
+    return base::Error(err, "Connection failed:", ToString());
   }
-  return {};  // closing `fd` without a byte sent ends the probe
+  return fd;
 }
 
 int TakeSocketError(int fd) {

@@ -55,6 +55,11 @@ class Endpoint {
   // for a Unix path with no listener, EAGAIN for a full Unix backlog) is returned as Error.
   [[nodiscard]] base::Result<base::UniqueFd> ConnectNonBlocking() const;
 
+  // Connects, waiting up to `timeout` for a TCP dial (a Unix connect completes at once, or
+  // fails: ENOENT/ECONNREFUSED with no listener, EAGAIN with a full backlog). The socket stays
+  // non-blocking. This is how the supervisor opens its handoff channel to a route socket.
+  [[nodiscard]] base::Result<base::UniqueFd> Connect(std::chrono::milliseconds timeout) const;
+
   // Connects and closes without sending a byte, waiting up to `timeout`. This is the readiness
   // probe the supervisor runs against each route socket: the host relay dials its upstream only
   // once a byte arrives, so a probe costs no upstream connection.

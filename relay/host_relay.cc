@@ -53,9 +53,9 @@ base::Status HostRelay::AddRoute(const HostRelayOptions& options, const Route& r
   }
   size_t slot = routes_.size();
   routes_.push_back(RouteRelay{route, endpoint->unix_path(), upstream, nullptr});
-  RelayOptions relay_options{
-      Endpoint::Tcp(upstream), options.limits,
-      [this, slot](const ConnectionRecord& record) { Record(slot, record); }};
+  RelayOptions relay_options{Endpoint::Tcp(upstream), options.limits,
+                             [this, slot](const ConnectionRecord& record) { Record(slot, record); },
+                             /*handoff=*/true};
   auto relay = Relay::Create(loop_, std::move(*listener), std::move(relay_options));
   if (!relay) return relay.error();
   routes_.back().relay = std::move(*relay);

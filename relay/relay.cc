@@ -6,6 +6,8 @@
 
 #include <cerrno>
 
+#include "relay/handoff.h"
+
 namespace sbx::relay {
 namespace {
 
@@ -53,11 +55,18 @@ Relay::~Relay() {
   shutting_down_ = true;
   loop_->CancelTimer(resume_timer_);
   loop_->Unwatch(listener_.get());
+  CloseChannel();
   for (auto& [raw, connection] : connections_) connection->Abort(EndReason::kShutdown);
   connections_.clear();  // safe here: the contract keeps us out of the loop's callbacks
 }
 
-void Relay::OnIoEvents(uint32_t /*events*/) { AcceptBatch(); }
+void Relay::OnIoEvents(uint32_t /*events*/) {
+  if (options_.handoff) {
+    AcceptChannels();
+  } else {
+    AcceptBatch();
+  }
+}
 
 void Relay::AcceptBatch() {
   for (int i = 0; i < kAcceptBatch; ++i) {
@@ -81,17 +90,78 @@ void Relay::AcceptBatch() {
           return;
       }
     }
-    ++stats_.accepted;
-    if (connections_.size() >= options_.limits.max_connections) {
-      Shed(std::move(fd));
-    } else {
-      Admit(std::move(fd));
+    Take(std::move(fd));
+  }
+}
+
+void Relay::AcceptChannels() {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    base::UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) {
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        OnOutOfFds();
+      } else if (errno != EAGAIN) {
+        PauseAccepting();
+      }
+      return;
+    }
+    if (channel_taken_) {
+      Refuse(EPERM);  // not the supervisor's: it connected before anything else could
+      continue;
+    }
+    channel_taken_ = true;
+    int raw = fd.get();
+    channel_ = std::move(fd);
+    // Level-triggered: a batch left in the channel fires again on the next iteration, so
+    // other routes and connections get their turn in between.
+    if (!loop_->WatchCallback(raw, EPOLLIN | EPOLLRDHUP, [this](uint32_t) { ReceiveHandoffs(); })) {
+      channel_.reset();
     }
   }
 }
 
+void Relay::ReceiveHandoffs() {
+  ReceiveBatch batch;
+  ReceiveSockets(channel_.get(), batch);
+  for (size_t i = 0; i < batch.count; ++i) {
+    ReceivedSocket& item = batch.items[i];
+    if (item.check == HandoffCheck::kOk) {
+      Take(std::move(item.fd));
+    } else {
+      Refuse(HandoffCheckErrno(item.check));
+    }
+  }
+  if (batch.closed) CloseChannel();
+}
+
+void Relay::CloseChannel() {
+  if (!channel_) return;
+  loop_->UnwatchCallback(channel_.get());
+  channel_.reset();
+}
+
+void Relay::Refuse(int err) {
+  ++stats_.refused;
+  ConnectionRecord record;
+  record.start = std::chrono::system_clock::now();
+  record.end = EndReason::kRefused;
+  record.err = err;
+  Report(record);
+}
+
+void Relay::Take(base::UniqueFd fd) {
+  ++stats_.accepted;
+  if (connections_.size() >= options_.limits.max_connections) {
+    Shed(std::move(fd));
+  } else {
+    Admit(std::move(fd));
+  }
+}
+
 void Relay::Admit(base::UniqueFd fd) {
-  ConnectionConfig config{loop_, &options_.target, &options_.limits, this, &pool_, splice_};
+  ConnectionConfig config{loop_,  &options_.target, &options_.limits, this,
+                          &pool_, splice_,          options_.handoff};
   auto connection = std::make_unique<Connection>(config, std::move(fd));
   if (!connection->Start()) {
     ++stats_.shed;  // could not even watch it: drop it, it was never registered
@@ -102,8 +172,9 @@ void Relay::Admit(base::UniqueFd fd) {
 }
 
 void Relay::Shed(base::UniqueFd fd) {
-  // A reset tells a TCP client at once that it was refused; a Unix client sees EOF.
-  if (tcp_listener_) SetResetOnClose(fd.get());
+  // A reset tells a TCP client at once that it was refused; a Unix client sees EOF. Handed
+  // over sockets are TCP.
+  if (tcp_listener_ || options_.handoff) SetResetOnClose(fd.get());
   fd.reset();
   ++stats_.shed;
   ConnectionRecord record;
@@ -121,6 +192,13 @@ void Relay::OnOutOfFds() {
     for (;;) {
       base::UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (!fd) break;
+      if (options_.handoff) {
+        // A channel dropped here may have been the supervisor's: then no later one is
+        // trusted either, and the supervisor resets what it accepts (fail closed).
+        channel_taken_ = true;
+        Refuse(EMFILE);
+        continue;
+      }
       ++stats_.accepted;
       Shed(std::move(fd));
     }

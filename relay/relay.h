@@ -10,6 +10,15 @@
 // accepts and closes what is waiting, and takes the reserve back (libuv's emfile trick); when
 // even that fails it stops accepting for a moment.
 //
+// Handoff mode (RelayOptions::handoff, the host side of the tunnel; relay/handoff.h): the
+// listener is the route's Unix socket, and connections arrive as sockets handed over on a
+// channel instead of being accepted. Only the FIRST connection the listener ever accepts is
+// the channel: the supervisor's, made before the agent exists. Every later one is closed at
+// once and recorded as "refused" (EPERM), so the agent, which can reach the socket too, can
+// never hand over sockets of its own. Every received socket is still checked as hostile
+// (CheckHandedOffSocket); a refused message is closed and recorded as "refused". A received
+// socket then counts against max_connections and is served like an accepted one.
+//
 // Bulk transfers splice(2) through per-connection pipes (no copy through user space) when the
 // process ignores SIGPIPE at Create() time (the supervisor does; the host dispatch should);
 // otherwise they copy through the Flow buffers. Drained buffers are pooled per relay.
@@ -37,6 +46,7 @@ struct RelayOptions {
   // Called once per connection that dialled the target and once per connection shed by a
   // limit; not for probes (closed before a byte arrived), which only count in Stats.
   std::function<void(const ConnectionRecord&)> on_record;
+  bool handoff = false;  // see "Handoff mode" above
 };
 
 class Relay final : public IoHandler, private ConnectionOwner {
@@ -46,6 +56,7 @@ class Relay final : public IoHandler, private ConnectionOwner {
     uint64_t dialed = 0;    // connections that dialled the target (closed ones)
     uint64_t undialed = 0;  // closed before their first byte: probes, silent clients
     uint64_t shed = 0;      // closed at once by a limit
+    uint64_t refused = 0;   // handoff mode: refused channels and messages
   };
 
   // Takes ownership of `listener`, a listening non-blocking socket (Endpoint::Listen), and
@@ -68,6 +79,13 @@ class Relay final : public IoHandler, private ConnectionOwner {
   Relay(EventLoop* loop, base::UniqueFd listener, RelayOptions options, bool tcp_listener);
 
   void AcceptBatch();
+  // Handoff mode: takes the channel (the first connection), refuses any later one.
+  void AcceptChannels();
+  void ReceiveHandoffs();
+  void CloseChannel();
+  void Refuse(int err);
+  // A new connection, accepted or handed over: admitted or shed by the connection limit.
+  void Take(base::UniqueFd fd);
   void Admit(base::UniqueFd fd);
   void Shed(base::UniqueFd fd);
   void OnOutOfFds();
@@ -79,7 +97,9 @@ class Relay final : public IoHandler, private ConnectionOwner {
   base::UniqueFd listener_;
   RelayOptions options_;
   bool tcp_listener_;
-  base::UniqueFd reserve_fd_;  // given up to accept-and-close when fds run out
+  base::UniqueFd channel_;      // handoff mode: the supervisor's channel while it is open
+  bool channel_taken_ = false;  // handoff mode: the one channel was accepted (maybe closed)
+  base::UniqueFd reserve_fd_;   // given up to accept-and-close when fds run out
   bool shutting_down_ = false;
   EventLoop::TimerId resume_timer_;
   BufferPool pool_;  // before connections_: destroyed after them

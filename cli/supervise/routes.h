@@ -19,7 +19,7 @@
 namespace sbx::cli {
 
 // One route of the tunnel: the supervisor listens on `listen` inside the sandbox's network
-// namespace and relays every connection to the host relay's Unix socket `target`.
+// namespace and hands every connection over to the host relay's Unix socket `target`.
 struct SuperviseRoute {
   relay::SocketAddress listen;  // 127.77.0.N:PORT, N in 2..254 (netns/hosts.h plan)
   relay::Endpoint target;       // unix:SOCKET_PATH, an absolute path

@@ -14,7 +14,7 @@
 #include "cli/supervise/agent_process.h"
 #include "cli/supervise/tunnel_setup.h"
 #include "relay/event_loop.h"
-#include "relay/relay.h"
+#include "relay/handoff_sender.h"
 #include "runtime/base/syscalls.h"
 
 namespace sbx::cli {
@@ -43,19 +43,19 @@ Result<UniqueFd> TakeOverSignals() {
   return fd;
 }
 
-// The running tunnel: the loop, one Relay per route, the agent and the signal stream.
+// The running tunnel: the loop, one HandoffSender per route, the agent and the signal stream.
 class Supervision {
  public:
   Supervision(std::unique_ptr<relay::EventLoop> loop, UniqueFd signal_fd)
       : loop_(std::move(loop)), signal_fd_(std::move(signal_fd)) {}
   ~Supervision() {
-    relays_.clear();  // before the loop they are registered with
+    senders_.clear();  // before the loop they are registered with
     if (!exit_code_ && agent_.pidfd) KillAgent();
   }
   Supervision(const Supervision&) = delete;
   Supervision& operator=(const Supervision&) = delete;
 
-  Status AddRelays(const SuperviseConfig& config, std::vector<UniqueFd> listeners);
+  Status AddRoutes(const SuperviseConfig& config, std::vector<RouteSockets> routes);
   // Takes the agent and watches its pidfd and the signalfd.
   Status Watch(AgentProcess agent);
   // Runs until the agent is gone (or a second signal); returns the exit code.
@@ -72,22 +72,22 @@ class Supervision {
 
   std::unique_ptr<relay::EventLoop> loop_;
   UniqueFd signal_fd_;
-  std::vector<std::unique_ptr<relay::Relay>> relays_;
+  std::vector<std::unique_ptr<relay::HandoffSender>> senders_;
   AgentProcess agent_;
   int stop_signals_ = 0;
   std::optional<int> exit_code_;
 };
 
-Status Supervision::AddRelays(const SuperviseConfig& config, std::vector<UniqueFd> listeners) {
-  for (size_t i = 0; i < listeners.size(); ++i) {
-    relay::RelayOptions options{config.routes[i].target, relay::Limits{}, nullptr};
-    auto relay = relay::Relay::Create(loop_.get(), std::move(listeners[i]), std::move(options));
-    if (!relay) {
-      return Error(relay.error().err(),
-                   "route " + config.routes[i].text + ": " + relay.error().op(),
-                   relay.error().subject());
+Status Supervision::AddRoutes(const SuperviseConfig& config, std::vector<RouteSockets> routes) {
+  for (size_t i = 0; i < routes.size(); ++i) {
+    auto sender = relay::HandoffSender::Create(loop_.get(), std::move(routes[i].listener),
+                                               std::move(routes[i].channel));
+    if (!sender) {
+      return Error(sender.error().err(),
+                   "route " + config.routes[i].text + ": " + sender.error().op(),
+                   sender.error().subject());
     }
-    relays_.push_back(std::move(*relay));
+    senders_.push_back(std::move(*sender));
   }
   return {};
 }
@@ -155,16 +155,16 @@ Result<int> RunSupervisor(const SuperviseConfig& config) {
   auto signal_fd = TakeOverSignals();
   if (!signal_fd) return signal_fd.error();
   if (auto net = EnterPrivateNetwork(); !net) return net.error();
-  auto listeners = ListenAndProbeRoutes(config);
-  if (!listeners) return listeners.error();
+  auto routes = ListenAndConnectRoutes(config);
+  if (!routes) return routes.error();
   if (auto drop = DropAllPrivileges(); !drop) return drop.error();
 
   auto loop = relay::EventLoop::Create();
   if (!loop) return loop.error();
   Supervision supervision(std::move(*loop), std::move(*signal_fd));
-  // Every relay exists before the fork: a failure here needs no agent to be killed.
-  if (auto relays = supervision.AddRelays(config, std::move(*listeners)); !relays) {
-    return relays.error();
+  // Every route is served before the fork: a failure here needs no agent to be killed.
+  if (auto added = supervision.AddRoutes(config, std::move(*routes)); !added) {
+    return added.error();
   }
   auto agent = SpawnAgent(config.command);
   if (!agent) return agent.error();

@@ -30,7 +30,7 @@ constexpr int kLastCapToDrop = 63;
 
 // Prefixes an error with the route it concerns, keeping its errno.
 Error ForRoute(const SuperviseRoute& route, const Error& error) {
-  return Error(error.err(), "route " + route.text + ": " + error.op(), error.subject());
+  return {error.err(), "route " + route.text + ": " + error.op(), error.subject()};
 }
 
 Status CheckCapSetsEmpty() {
@@ -60,22 +60,21 @@ Status EnterPrivateNetwork() {
   return {};
 }
 
-Result<std::vector<UniqueFd>> ListenAndProbeRoutes(const SuperviseConfig& config) {
-  std::vector<UniqueFd> listeners;
-  listeners.reserve(config.routes.size());
-  // Every listener is bound before the first probe: a bind failure is a local problem and
+Result<std::vector<RouteSockets>> ListenAndConnectRoutes(const SuperviseConfig& config) {
+  std::vector<RouteSockets> routes(config.routes.size());
+  // Every listener is bound before the first channel: a bind failure is a local problem and
   // should be reported without first waiting on a slow relay.
-  for (const SuperviseRoute& route : config.routes) {
-    auto fd = relay::Endpoint::Tcp(route.listen).Listen();
-    if (!fd) return ForRoute(route, fd.error());
-    listeners.push_back(std::move(*fd));
+  for (size_t i = 0; i < config.routes.size(); ++i) {
+    auto fd = relay::Endpoint::Tcp(config.routes[i].listen).Listen();
+    if (!fd) return ForRoute(config.routes[i], fd.error());
+    routes[i].listener = std::move(*fd);
   }
-  for (const SuperviseRoute& route : config.routes) {
-    if (auto probe = route.target.Probe(config.probe_timeout); !probe) {
-      return ForRoute(route, probe.error());
-    }
+  for (size_t i = 0; i < config.routes.size(); ++i) {
+    auto channel = config.routes[i].target.Connect(config.probe_timeout);
+    if (!channel) return ForRoute(config.routes[i], channel.error());
+    routes[i].channel = std::move(*channel);
   }
-  return listeners;
+  return routes;
 }
 
 Status DropAllPrivileges() {

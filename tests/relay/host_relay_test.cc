@@ -2,12 +2,14 @@
 #include "relay/host_relay.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "relay/handoff.h"
 #include "relay/state_dir.h"
 #include "tests/relay/relay_test_util.h"
 
@@ -31,6 +33,28 @@ std::vector<std::string> ReadLines(const std::string& path) {
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
+
+// The supervisor's side of one route, blocking: a channel to the route socket, and
+// connections made on a loopback listener whose accepted end is handed over on it.
+class Handoff {
+ public:
+  explicit Handoff(const std::string& route_socket)
+      : channel_(testing::ConnectUnix(route_socket)), listener_(testing::ListenLoopback()) {}
+  // The client end of a new connection whose server end the host relay now serves.
+  base::UniqueFd Connect() {
+    base::UniqueFd client = testing::ConnectTcp(testing::LocalAddress(listener_.get()));
+    base::UniqueFd server(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    int fd = server.get();
+    if (!client || !server || !SendSockets(channel_.get(), std::span<const int>(&fd, 1))) {
+      return {};
+    }
+    return client;
+  }
+
+ private:
+  base::UniqueFd channel_;
+  base::UniqueFd listener_;
+};
 
 class HostRelayTest : public ::testing::Test {
  protected:
@@ -80,15 +104,16 @@ TEST_F(HostRelayTest, RelaysEachRouteToItsOwnUpstreamAndRecordsIt) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, ::geteuid());
 
-  // The supervisor's readiness probe of each route: no upstream connection, no ledger line.
-  for (const auto& route : routes) {
-    ASSERT_TRUE(Endpoint::Unix(route.socket_path)->Probe(1s));
-  }
+  // The supervisor's channel to each route is its readiness probe: it dials nothing, and
+  // neither does a connection handed over and closed without a byte.
+  Handoff route0(routes[0].socket_path);
+  Handoff route1(routes[1].socket_path);
+  route0.Connect();
   std::vector<std::string> ok;
   std::vector<std::string> down;
   RunWithLoop(*loop_, [&] {
-    ok = RunClients([&] { return testing::ConnectUnix(routes[0].socket_path); }, {"hello"});
-    down = RunClients([&] { return testing::ConnectUnix(routes[1].socket_path); }, {"hello"});
+    ok = RunClients([&] { return route0.Connect(); }, {"hello"});
+    down = RunClients([&] { return route1.Connect(); }, {"hello"});
   });
   EXPECT_EQ(ok.at(0), "hello");
   EXPECT_EQ(down.at(0), "");
@@ -115,7 +140,8 @@ TEST_F(HostRelayTest, OpenConnectionAtTeardownIsRecordedAsShutdown) {
   TestServer api;
   auto host = Start({MakeRoute(0, "api.example.test", api.address())});
   ASSERT_TRUE(host) << host.error().Render();
-  base::UniqueFd client = testing::ConnectUnix((*host)->routes()[0].socket_path);
+  Handoff route0((*host)->routes()[0].socket_path);
+  base::UniqueFd client = route0.Connect();
   ASSERT_EQ(::send(client.get(), "x", 1, 0), 1);
   ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return api.accepted() == 1; }));
   host->reset();

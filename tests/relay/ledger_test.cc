@@ -59,10 +59,10 @@ TEST(LedgerTest, ErrorFieldAndEscaping) {
 }
 
 TEST(LedgerTest, EveryEndReasonHasAName) {
-  for (EndReason r :
-       {EndReason::kClosed, EndReason::kProbe, EndReason::kUpstreamRefused,
-        EndReason::kUpstreamTimeout, EndReason::kUpstreamUnreachable, EndReason::kUpstreamError,
-        EndReason::kReset, EndReason::kIdleTimeout, EndReason::kLimit, EndReason::kShutdown}) {
+  for (EndReason r : {EndReason::kClosed, EndReason::kProbe, EndReason::kUpstreamRefused,
+                      EndReason::kUpstreamTimeout, EndReason::kUpstreamUnreachable,
+                      EndReason::kUpstreamError, EndReason::kReset, EndReason::kIdleTimeout,
+                      EndReason::kLimit, EndReason::kShutdown, EndReason::kRefused}) {
     EXPECT_NE(EndReasonName(r), "unknown");
   }
 }

@@ -18,6 +18,7 @@
 
 #include "cli/supervise/supervise_command.h"
 #include "relay/endpoint.h"
+#include "relay/handoff.h"
 #include "runtime/base/unique_fd.h"
 #include "runtime/security/capabilities.h"
 
@@ -174,6 +175,23 @@ SandboxRun RunSupervisorInSandbox(const std::vector<std::string>& args,
   return run;
 }
 
+namespace {
+
+void EchoUntilEof(int fd) {
+  (void)::fcntl(fd, F_SETFL, 0);  // blocking: this process does nothing else meanwhile
+  char buf[16384];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) {
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::send(fd, buf + off, static_cast<size_t>(n - off), MSG_NOSIGNAL);
+      if (w <= 0) return;
+      off += w;
+    }
+  }
+}
+
+}  // namespace
+
 EchoServer::EchoServer(const std::string& path) {
   auto endpoint = relay::Endpoint::Unix(path);
   if (!endpoint) {
@@ -193,18 +211,19 @@ EchoServer::EchoServer(const std::string& path) {
   if (pid_ != 0) return;
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   (void)::fcntl(listener->get(), F_SETFL, 0);  // blocking: this process does nothing else
+  // The first connection is the supervisor's handoff channel (relay/handoff.h); every socket
+  // it hands over is echoed until EOF, one at a time.
+  UniqueFd channel(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!channel) ::_exit(1);
   for (;;) {
-    UniqueFd conn(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!conn) continue;
-    char buf[16384];
-    ssize_t n = 0;
-    while ((n = ::read(conn.get(), buf, sizeof(buf))) > 0) {
-      for (ssize_t off = 0; off < n;) {
-        ssize_t w = ::send(conn.get(), buf + off, static_cast<size_t>(n - off), MSG_NOSIGNAL);
-        if (w <= 0) break;
-        off += w;
-      }
+    pollfd pfd{channel.get(), POLLIN, 0};
+    if (::poll(&pfd, 1, -1) < 0) continue;
+    relay::ReceiveBatch batch;
+    relay::ReceiveSockets(channel.get(), batch);
+    for (size_t i = 0; i < batch.count; ++i) {
+      if (batch.items[i].check == relay::HandoffCheck::kOk) EchoUntilEof(batch.items[i].fd.get());
     }
+    if (batch.closed) ::_exit(0);
   }
 }
 

@@ -1,6 +1,6 @@
 // Test harness for the supervisor: runs `ateam-sandbox supervise ARGS` as pid 1 of fresh
 // user + mount + pid namespaces, the way the runtime starts it (still in the host's network
-// namespace), and an echo server behind a Unix socket for its routes.
+// namespace), and an echo server behind a Unix socket for its routes (relay/handoff.h).
 //
 // Both fork the test process, so call them while it is single-threaded (gtest is).
 #pragma once
@@ -40,8 +40,9 @@ struct SandboxOptions {
 SandboxRun RunSupervisorInSandbox(const std::vector<std::string>& args,
                                   const SandboxOptions& options = {});
 
-// A forked process that accepts on a Unix socket at `path` and echoes every connection
-// until EOF, one connection at a time. Killed and reaped by the destructor.
+// A forked process that stands in for the host relay: it listens on a Unix socket at `path`,
+// takes the first connection as the supervisor's handoff channel, and echoes every socket
+// handed over on it until EOF, one connection at a time. Killed and reaped by the destructor.
 class EchoServer {
  public:
   explicit EchoServer(const std::string& path);
