@@ -12,6 +12,7 @@ packages=(
   bubblewrap socat openssl curl iproute2 git
   clang-format clang-tidy
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
+  python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
 )
 
 if [[ "${1:-}" == "--if-missing" ]]; then

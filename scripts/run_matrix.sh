@@ -10,6 +10,8 @@
 # integration_test and the probe. The unprivileged caller runs copies of the binaries in a
 # world-readable temporary directory with a generated CTestTestfile.cmake, so nothing on
 # the path to the build dir needs opening up (nor writing: ctest keeps its logs there).
+# $SBX_AGENTS_DIR (the prefix scripts/install-agents.sh installed claude and opencode into)
+# is passed to every tier; without it run_test's agent tests skip.
 # Exits non-zero if any run fails.
 set -euo pipefail
 
@@ -137,6 +139,12 @@ run_tier() {
 for backend in $backends; do
   check_backend "$backend"
 done
+agents_dir=${SBX_AGENTS_DIR:-}
+if [[ -z "$agents_dir" ]]; then
+  echo "run_matrix: SBX_AGENTS_DIR is not set: the real-agent tests (claude, opencode) will SKIP" >&2
+elif [[ ! -x "$agents_dir/node_modules/.bin/claude" ]]; then
+  echo "run_matrix: no agents in $agents_dir (install skipped?): the real-agent tests will SKIP" >&2
+fi
 
 stage=""
 # shellcheck disable=SC2317  # invoked by the EXIT trap
@@ -156,18 +164,19 @@ for backend in $backends; do
   if [[ $(id -u) -eq 0 ]]; then
     run_tier "$backend backend, caller root" \
       env SBX_BWRAP="$(prefix_for "$backend" "$build")" SBX_PROBE="$probe" \
-      SBX_RUN_BACKEND="$backend" \
+      SBX_RUN_BACKEND="$backend" SBX_AGENTS_DIR="$agents_dir" \
       ctest --test-dir "$build" -L integration -E ParityTest --no-tests=error --output-on-failure
     run_tier "$backend backend, caller $ci_user (uid $(id -u "$ci_user"))" \
       runuser -u "$ci_user" -- env -C "$stage" TMPDIR=/tmp \
       SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
       SBX_ATEAM="$stage/ateam-sandbox" SBX_RUN_BACKEND="$backend" \
-      SBX_RUN_NETCLIENT="$stage/run_netclient" \
+      SBX_RUN_NETCLIENT="$stage/run_netclient" SBX_AGENTS_DIR="$agents_dir" \
       ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
   else
     echo "run_matrix: not root: running only as $(id -un); the root tier is not covered" >&2
     run_tier "$backend backend, caller $(id -un) (uid $(id -u))" \
       env -C "$stage" SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
+      SBX_AGENTS_DIR="$agents_dir" \
       ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
   fi
 done

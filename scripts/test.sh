@@ -3,7 +3,10 @@
 #   1. configure + build everything in build/ (RelWithDebInfo)
 #   2. unit tests                      ctest -L unit
 #   3. unit tests again under ASan+UBSan, built in build-asan/
-#   4. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS)
+#   4. the real agents (claude, opencode) from npm, for the agent tests of the matrix:
+#      scripts/install-agents.sh into $SBX_AGENTS_DIR (default: its --default-dir); when the
+#      npm registry cannot be reached it says SKIP and those tests skip
+#   5. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS)
 # Stops at the first failing step. $SBX_JOBS sets the build parallelism (default 2).
 set -euo pipefail
 
@@ -17,7 +20,8 @@ step "dependencies"
 scripts/install-deps.sh --if-missing
 
 step "build (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_BUILD_TESTS=ON -DSBX_BUILD_INTEGRATION=ON \
+  -DSBX_ASAN=OFF -DSBX_UBSAN=OFF
 cmake --build build -j"$jobs"
 
 if [[ ! -x build/ateam-sandbox ]]; then
@@ -35,6 +39,11 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSBX_ASAN=ON -DSBX_UBSAN=ON \
   -DSBX_BUILD_INTEGRATION=OFF -DSBX_BUILD_BENCH=OFF
 cmake --build build-asan -j"$jobs"
 ctest --test-dir build-asan -L unit --no-tests=error --output-on-failure
+
+step "real agents from npm (scripts/install-agents.sh)"
+SBX_AGENTS_DIR=${SBX_AGENTS_DIR:-$(scripts/install-agents.sh --default-dir)}
+export SBX_AGENTS_DIR
+scripts/install-agents.sh "$SBX_AGENTS_DIR"
 
 step "integration matrix"
 SBX_BUILD_DIR="$repo/build" scripts/run_matrix.sh

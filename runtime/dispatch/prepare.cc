@@ -152,9 +152,13 @@ base::Result<DispatchDirs> PrepareDispatchDirs(const DispatchRequest& request,
 
 base::Result<base::UniqueFd> HostsFileFd(const std::vector<relay::Route>& routes) {
   std::vector<netns::HostRoute> hosts;
+  hosts.reserve(routes.size());
   for (const auto& r : routes) hosts.push_back({r.host, r.port});
   auto text = netns::RenderHostsFile(hosts);
   if (!text) return text.error();
+  // Inheritable on purpose: under the bwrap backend, bwrap reads it (--ro-bind-data) and
+  // closes it. The agent never gets it: the native backend closes every inherited fd
+  // before exec, and RunDispatch closes this one as soon as the sandbox has started.
   base::UniqueFd fd(::memfd_create("ateam-hosts", 0));
   if (!fd) return base::ErrnoError("memfd_create");
   if (::write(fd.get(), text->data(), text->size()) != static_cast<ssize_t>(text->size()) ||
@@ -177,8 +181,10 @@ base::Result<std::vector<std::string>> AgentBinds(const DispatchRequest& request
   std::string resolved = RealPath(*found);
   for (const std::string& path : {*found, resolved}) {
     if (IsBelow(path, "/usr")) continue;  // already visible read-only
-    // An npm-installed agent is a script inside its package, which needs its
-    // dependencies: bind the node_modules directory it lives in (read-only).
+    // An npm-installed agent lives inside its package: a native binary its postinstall
+    // copied or linked from a platform package beside it (claude-code, opencode-ai), or a
+    // script that needs its dependencies. Either way the node_modules directory holding
+    // the package is what it needs: bind that, read-only.
     auto modules = path.find("/node_modules/");
     std::string bind = modules != std::string::npos ? path.substr(0, modules + 13) : path;
     if (std::find(binds.begin(), binds.end(), bind) == binds.end()) binds.push_back(bind);
