@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,9 +36,7 @@ std::string_view BaseName(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string_view argv0 = argc > 0 ? argv[0] : "ateam-sandbox";
   // Nothing here may run with more privilege than its caller: a setuid install would
@@ -73,4 +72,21 @@ int main(int argc, char** argv) {
   }
   fmt::print(stderr, "ateam-sandbox: unknown command '{}' (see ateam-sandbox --help)\n", args[0]);
   return 2;
+}
+
+}  // namespace
+
+// The commands report their own errors; an exception reaching here is an allocation
+// failure or a bug, and still ends with one line and the face's failure code.
+int main(int argc, char** argv) {
+  const bool bwrap_face = argc > 0 && BaseName(argv[0]) == "bwrap";
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: internal error: {}\n", bwrap_face ? "bwrap" : "ateam-sandbox",
+               e.what());
+  } catch (...) {
+    fmt::print(stderr, "{}: internal error\n", bwrap_face ? "bwrap" : "ateam-sandbox");
+  }
+  return bwrap_face ? 1 : 125;
 }

@@ -57,7 +57,7 @@ class [[nodiscard]] Result {
   [[nodiscard]] bool ok() const { return v_.index() == 0; }
 
   T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
+  [[nodiscard]] const T& value() const& { return std::get<0>(v_); }
   T&& value() && { return std::get<0>(std::move(v_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
