@@ -94,6 +94,18 @@ TEST_F(NamespacesTest, UnshareNetLeavesOnlyLoopbackUp) {
   EXPECT_FALSE(listener.AcceptAndRead().has_value());
 }
 
+// The new network namespace belongs to the sandbox's user namespace (so its capabilities
+// there cover it), whichever process made it; under an unprivileged caller's --dev the
+// sandbox runs in a nested namespace, and the owner is its parent, out of its scope.
+TEST_F(NamespacesTest, NewNetworkNamespaceBelongsToTheSandboxUserNamespace) {
+  Report flat = ProbeWith({"--unshare-all"}, {"netns-owner"}, {}, ProfileWithoutDev());
+  EXPECT_EQ(Get(flat, "netns_owner"), "self");
+  Report nested = ProbeWith({"--unshare-all"}, {"netns-owner"});
+  EXPECT_EQ(Get(nested, "netns_owner"), IsRoot() ? "self" : "ancestor");
+  Report root_only = ProbeWith({"--unshare-net"}, {"netns-owner"}, {}, ProfileWithoutDev());
+  EXPECT_EQ(Get(root_only, "netns_owner"), "self");
+}
+
 TEST_F(NamespacesTest, SharedNetworkReachesHostLoopback) {
   TcpListener listener;
   Report c = ProbeWith({}, {"connect", "127.0.0.1", std::to_string(listener.port())});

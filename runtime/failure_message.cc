@@ -237,6 +237,13 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
                                        f.err);
     case Phase::kJoinUserns2:
       return WithErrno("Setting userns2 failed", f.err);
+    case Phase::kCreateNetns:
+      // The text clone3 failing on CLONE_NEWNET gets (runtime/launcher.cc).
+      if (f.err == ENOSPC) {
+        return "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
+               "exceeded (ENOSPC)";
+      }
+      return WithErrno("Creating new namespace failed", f.err);
   }
   return WithErrno(fmt::format("setup step {:#x} failed", f.step), f.err);
 }

@@ -26,6 +26,7 @@
 #include "runtime/failure_message.h"
 #include "runtime/joined_namespaces.h"
 #include "runtime/namespace_info.h"
+#include "runtime/netns_helper.h"
 
 namespace sbx::runtime {
 namespace {
@@ -86,14 +87,16 @@ Error CloneError(int err, const Plan& plan) {
 // clone3 with fork semantics and a pidfd; plain clone + pidfd_open only where the kernel
 // has no clone3.
 pid_t CloneChild(const Plan& plan, int* pidfd) {
+  // The network namespace may come from a helper instead (runtime/netns_helper.h).
+  const uint64_t flags = plan.clone_flags & ~(NetnsFromHelper(plan) ? CLONE_NEWNET : 0ULL);
   base::Clone3Args args;
-  args.flags = plan.clone_flags | CLONE_PIDFD;
+  args.flags = flags | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(pidfd);
   args.exit_signal = SIGCHLD;
   pid_t pid = base::Clone3(&args);
   if (pid >= 0 || errno != ENOSYS) return pid;
-  pid = static_cast<pid_t>(
-      ::syscall(SYS_clone, plan.clone_flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  pid =
+      static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (pid > 0) *pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   return pid;
 }
@@ -274,6 +277,7 @@ struct LaunchFds {
   base::FdPair go;          // monitor -> child: EOF releases it (only when parent_first)
   base::FdPair status;      // reaper -> monitor: the command's wait status
   base::FdPair pid_socket;  // --pidns: the sandbox's final process sends its pid
+  base::FdPair netns;       // NetnsFromHelper: read_end the helper's, write_end the child's
   UniqueFd self_pidfd;      // --die-with-parent: the child watches the monitor
 };
 
@@ -307,6 +311,11 @@ base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
     if (!pair) return pair.error();
     fds.pid_socket = std::move(*pair);
   }
+  if (NetnsFromHelper(plan)) {
+    auto pair = base::MakeSocketPair(SOCK_SEQPACKET);
+    if (!pair) return pair.error();
+    fds.netns = std::move(*pair);
+  }
   if (plan.die_with_parent) {
     fds.self_pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
     if (!fds.self_pidfd) return base::ErrnoError("pidfd_open");
@@ -316,12 +325,27 @@ base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
   return fds;
 }
 
+// Reaps the network namespace helper on every way out of Start. It never waits long:
+// the helper's work is bounded, and it is done before the child can exec.
+struct HelperReaper {
+  pid_t pid = -1;
+  HelperReaper() = default;
+  HelperReaper(const HelperReaper&) = delete;
+  HelperReaper& operator=(const HelperReaper&) = delete;
+  ~HelperReaper() {
+    if (pid <= 0) return;
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+};
+
 // The clone child: drops the monitor's ends and becomes the sandbox.
 [[noreturn]] void EnterChild(const Plan& plan, ChildMemory& memory, LaunchFds& fds) {
   fds.report.read_end.reset();
   fds.go.write_end.reset();
   fds.status.read_end.reset();
   fds.pid_socket.read_end.reset();
+  fds.netns.read_end.reset();
   child::ChildLaunch launch;
   launch.plan = &plan;
   launch.sources = memory.sources.data();
@@ -330,6 +354,7 @@ base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
   launch.parent_pidfd = fds.self_pidfd.get();
   launch.status_fd = fds.status.write_end.get();
   launch.pid_socket = fds.pid_socket.write_end.get();
+  launch.netns_channel = fds.netns.write_end.get();
   launch.argv = memory.argv.data();
   launch.envp = memory.envp.data();
   launch.pwd_slot = memory.envp.size() - 2;
@@ -357,6 +382,14 @@ base::Result<StartedSandbox> Start(const Plan& plan) {
   fds->status.write_end.reset();
   fds->self_pidfd.reset();
   fds->pid_socket.write_end.reset();
+  fds->netns.write_end.reset();
+  HelperReaper netns_helper;
+  if (fds->netns.read_end) {
+    auto helper = StartNetnsHelper(plan, sandbox.pidfd(), fds->netns.read_end.get());
+    if (!helper) return helper.error();
+    netns_helper.pid = *helper;
+    fds->netns.read_end.reset();
+  }
 
   if (plan.joined.pidns_fd) {
     auto st = FollowIntoPidNamespace(plan, fds->pid_socket.read_end.get(),

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
+#include <linux/nsfs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -285,11 +286,32 @@ int Sleep(int seconds) {
   return 0;
 }
 
+// Which user namespace owns this process's network namespace, relative to its own:
+// "self", "ancestor" (e.g. under bwrap's nested namespace for --dev) or "other".
+int NetnsOwner() {
+  auto inode_of = [](int fd) {
+    struct stat st {};
+    return fd >= 0 && fstat(fd, &st) == 0 ? st.st_ino : 0;
+  };
+  int net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  int user = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+  if (net < 0 || user < 0) {
+    PrintResult("netns_owner", false, errno);
+    return 0;
+  }
+  int owner = ioctl(net, NS_GET_USERNS);
+  // EPERM: the owner is an ancestor of this process's user namespace, out of its scope.
+  const char* answer = owner < 0 && errno == EPERM ? "ancestor" : "other";
+  if (owner >= 0 && inode_of(owner) == inode_of(user)) answer = "self";
+  std::printf("netns_owner: %s\n", answer);
+  return 0;
+}
+
 int Usage() {
   std::fprintf(stderr,
                "usage: probe report | try-write PATH | try-read PATH | stat PATH |\n"
                "       connect HOST PORT | udp HOST PORT | try-syscall NAME |\n"
-               "       exit N | kill-self SIG | sleep [SECONDS]\n");
+               "       exit N | kill-self SIG | sleep [SECONDS] | netns-owner\n");
   return kUsageError;
 }
 
@@ -300,6 +322,7 @@ int Dispatch(int argc, char** argv) {
   const char* arg2 = argc > 3 ? argv[3] : nullptr;
   if (cmd == "report") return RunReport(argv[0]);
   if (cmd == "sleep") return Sleep(arg1 != nullptr ? std::atoi(arg1) : 60);
+  if (cmd == "netns-owner") return NetnsOwner();
   if (arg1 == nullptr) return Usage();
   if (cmd == "try-write") return TryWrite(arg1);
   if (cmd == "try-read") return TryRead(arg1);

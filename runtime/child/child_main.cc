@@ -16,6 +16,7 @@
 #include "runtime/base/syscalls.h"
 #include "runtime/child/child_steps.h"
 #include "runtime/child/mount_api.h"
+#include "runtime/netns_helper.h"
 #include "runtime/security/capabilities.h"
 
 namespace sbx::runtime::child {
@@ -185,9 +186,19 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   }
   // A new user namespace starts with a full bounding set.
   Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));
-  if (plan.configure_loopback) Check(launch, Phase::kLoopback, ConfigureLoopback());
+  // Without a helper the clone made the network namespace: lo is ours to bring up.
+  if (plan.configure_loopback && launch.netns_channel < 0) {
+    Check(launch, Phase::kLoopback, ConfigureLoopback());
+  }
   ::umask(0);
   BuildFilesystem(launch);
+  if (launch.netns_channel >= 0) {
+    // The helper made the namespace (and lo) while the mounts were built. Joined while
+    // this process still has every capability in its user namespace, before a nested one.
+    Phase phase = Phase::kCreateNetns;
+    StepResult r = JoinHelperNetns(launch.netns_channel, &phase);
+    if (r.failed()) Fail(launch, static_cast<uint32_t>(phase), r);
+  }
   if (plan.joined.userns2_fd) {
     // setns() gives full capabilities in --userns2; bwrap does not trim the bounding set
     // again here, the capability phase sets the rest.

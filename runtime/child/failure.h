@@ -39,6 +39,8 @@ enum class Phase : uint32_t {
   kJoinPidns,        // detail: JoinPidnsStep
   kSwitchJoinedIds,  // detail: 0 = setuid, 1 = setgid
   kJoinUserns2,
+  // The network namespace made beside the mounts (runtime/netns_helper.h).
+  kCreateNetns,
 };
 
 // Which part of joining --pidns failed (SetupFailure::detail of Phase::kJoinPidns).
