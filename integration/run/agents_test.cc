@@ -40,8 +40,8 @@ class RunAgentTest : public ::testing::Test {
     }
   }
 
-  // The caller's PATH leads --agent to the installed agent; the sandbox's own PATH is set
-  // to reach it too (the sandbox starts from a fixed PATH of the system directories).
+  // The caller's PATH leads --agent to the installed agent; the sandbox's PATH then starts
+  // with the directory it was found in, so the agent runs by its own name.
   RunOptions HostOptions(std::chrono::seconds timeout) {
     const char* path = std::getenv("PATH");
     RunOptions options;
@@ -50,10 +50,7 @@ class RunAgentTest : public ::testing::Test {
     return options;
   }
   Args AgentOptions(const std::string& agent, const Args& extra) {
-    Args options = {"--workspace", work_.path(),
-                    "--out",       out_.path(),
-                    "--agent",     agent,
-                    "--setenv",    "PATH=" + AgentsBinDir() + ":/usr/local/bin:/usr/bin:/bin"};
+    Args options = {"--workspace", work_.path(), "--out", out_.path(), "--agent", agent};
     options.insert(options.end(), extra.begin(), extra.end());
     return options;
   }

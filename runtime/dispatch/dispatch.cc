@@ -184,8 +184,8 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   auto run_as = ResolveRunAs(request, *host);
   if (!run_as) return run_as.error();
   std::vector<std::string> host_env = CurrentEnvironment();
-  auto agent_binds = AgentBinds(request, host_env);
-  if (!agent_binds) return agent_binds.error();
+  auto agent = FindAgentInstall(request, host_env);
+  if (!agent) return agent.error();
   auto seccomp = CompileDefaultSeccompPolicy({.relaxed_groups = request.seccomp_allow});
   if (!seccomp) return seccomp.error();
   auto dirs = PrepareDispatchDirs(request, result->id, *run_as);
@@ -223,8 +223,8 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   auto hosts_fd = HostsFileFd(*routes);
   if (!hosts_fd) return hosts_fd.error();
 
-  DispatchHostPaths paths{dirs->workspace, dirs->out,    self_exe, {},      {},
-                          hosts_fd->get(), *agent_binds, host_env, *seccomp};
+  DispatchHostPaths paths{dirs->workspace, dirs->out,    self_exe, {},       {},
+                          hosts_fd->get(), agent->binds, host_env, *seccomp, agent->bin_dir};
   for (const auto& r : (*tunnel)->routes()) {
     auto address = netns::RouteAddress(static_cast<size_t>(r.route.index));
     if (!address) return address.error();

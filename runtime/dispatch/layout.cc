@@ -44,9 +44,11 @@ std::optional<std::string> HostValue(const std::vector<std::string>& env, const 
 base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& request,
                                                         const DispatchHostPaths& paths,
                                                         const AgentProfile& profile) {
-  std::vector<std::string> env = {fmt::format("HOME={}", kSandboxHome),
-                                  "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
-                                  "USER=ateam-sandbox"};
+  // An agent installed outside /usr (npm with a prefix) is found first, by its own name.
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  if (!paths.agent_bin_dir.empty()) path = paths.agent_bin_dir + ":" + path;
+  std::vector<std::string> env = {fmt::format("HOME={}", kSandboxHome), "PATH=" + path,
+                                  "LANG=C.UTF-8", "USER=ateam-sandbox"};
   std::vector<std::string> names = {"TERM"};
   names.insert(names.end(), profile.env.begin(), profile.env.end());
   names.insert(names.end(), request.env_names.begin(), request.env_names.end());

@@ -29,6 +29,7 @@ struct DispatchHostPaths {
   std::vector<std::string> agent_binds;    // host paths bound read-only at the same place
   std::vector<std::string> host_env;       // the caller's environment (NAME=VALUE)
   std::vector<uint8_t> seccomp_program;    // the compiled default policy
+  std::string agent_bin_dir;               // where the agent was found, outside /usr ("" otherwise)
 };
 
 base::Result<SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,

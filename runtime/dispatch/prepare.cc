@@ -168,16 +168,17 @@ base::Result<base::UniqueFd> HostsFileFd(const std::vector<relay::Route>& routes
   return fd;
 }
 
-base::Result<std::vector<std::string>> AgentBinds(const DispatchRequest& request,
-                                                  const std::vector<std::string>& host_env) {
+base::Result<AgentInstall> FindAgentInstall(const DispatchRequest& request,
+                                            const std::vector<std::string>& host_env) {
   AgentProfile profile = ProfileFor(request.agent);
-  if (profile.binary.empty()) return std::vector<std::string>{};
+  if (profile.binary.empty()) return AgentInstall{};
   auto found = FindInPath(profile.binary, host_env);
   if (!found) {
     return base::Error::Message(
         fmt::format("--agent: '{}' is not installed (not found in PATH)", profile.binary));
   }
-  std::vector<std::string> binds;
+  AgentInstall install;
+  std::vector<std::string>& binds = install.binds;
   std::string resolved = RealPath(*found);
   for (const std::string& path : {*found, resolved}) {
     if (IsBelow(path, "/usr")) continue;  // already visible read-only
@@ -189,7 +190,9 @@ base::Result<std::vector<std::string>> AgentBinds(const DispatchRequest& request
     std::string bind = modules != std::string::npos ? path.substr(0, modules + 13) : path;
     if (std::find(binds.begin(), binds.end(), bind) == binds.end()) binds.push_back(bind);
   }
-  return binds;
+  // The name it was found by is bound at the same place (itself or inside its package).
+  if (!IsBelow(*found, "/usr")) install.bin_dir = found->substr(0, found->rfind('/'));
+  return install;
 }
 
 base::Status CheckLedgerOutside(const std::string& ledger, const DispatchDirs& dirs) {

@@ -38,10 +38,15 @@ base::Result<DispatchDirs> PrepareDispatchDirs(const DispatchRequest& request,
 // (or bwrap) reads it and closes it before the agent runs.
 base::Result<base::UniqueFd> HostsFileFd(const std::vector<relay::Route>& routes);
 
-// The preset's agent binary, when it lives outside the directories the layout already
-// binds (/usr): its resolved file and the package directory around it, read-only.
-base::Result<std::vector<std::string>> AgentBinds(const DispatchRequest& request,
-                                                  const std::vector<std::string>& host_env);
+// Where the preset's agent binary is, when it lives outside the directories the layout
+// already binds (/usr): what to bind read-only (its file and the package directory around
+// it) and the directory it was found in, which goes first on the sandbox's PATH.
+struct AgentInstall {
+  std::vector<std::string> binds;
+  std::string bin_dir;  // "" when the agent is under /usr or there is no agent
+};
+base::Result<AgentInstall> FindAgentInstall(const DispatchRequest& request,
+                                            const std::vector<std::string>& host_env);
 
 // Fails when `ledger` would be written inside the sandbox's writable places.
 base::Status CheckLedgerOutside(const std::string& ledger, const DispatchDirs& dirs);
