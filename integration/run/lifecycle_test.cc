@@ -5,7 +5,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "integration/run/run_support.h"
 
@@ -33,16 +37,38 @@ class RunLifecycleTest : public ::testing::Test {
     }
     return pids;
   }
-  std::string StateEntriesFor(const std::string& id) {
-    std::string found;
-    std::string dir = "/tmp/ateam-sandbox-" + std::to_string(getuid());
-    if (DIR* d = opendir(dir.c_str())) {
-      while (dirent* e = readdir(d)) {
-        if (std::string(e->d_name).find(id) != std::string::npos) found += e->d_name;
-      }
-      closedir(d);
+  // Every dispatch state directory that may belong to this caller's runs: the per-uid
+  // bases under /tmp (a root caller's dispatch runs as 65534) and $XDG_RUNTIME_DIR.
+  static std::set<std::string> StateEntries() {
+    std::vector<std::string> bases = {"/tmp/ateam-sandbox-" + std::to_string(getuid())};
+    if (getuid() == 0) bases.emplace_back("/tmp/ateam-sandbox-65534");
+    if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && getuid() != 0) {
+      bases.emplace_back(xdg);
     }
-    return found;
+    std::set<std::string> entries;
+    for (const auto& base : bases) {
+      if (DIR* d = opendir(base.c_str())) {
+        while (dirent* e = readdir(d)) {
+          std::string name = e->d_name;
+          if (name.starts_with("dispatch-")) entries.insert(base + "/" + name);
+        }
+        closedir(d);
+      }
+    }
+    return entries;
+  }
+  // The state directories that appeared since `before`, after waiting up to `timeout` for
+  // them to go.
+  static std::string NewStateEntries(const std::set<std::string>& before, milliseconds timeout) {
+    auto deadline = Clock::now() + timeout;
+    for (;;) {
+      std::string added;
+      for (const auto& entry : StateEntries()) {
+        if (!before.contains(entry)) added += entry + " ";
+      }
+      if (added.empty() || Clock::now() >= deadline) return added;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
   }
   TempDir work_, out_, state_;
 };
@@ -55,6 +81,7 @@ std::string JsonString(const std::string& json, const std::string& key) {
 }
 
 TEST_F(RunLifecycleTest, NormalExitLeavesNothingButTheOutDir) {
+  std::set<std::string> before = StateEntries();
   std::string status = state_.Sub("status.json");
   std::string marker = ProbeHostPath() + " sleep " + UniqueSleep();
   // A background sleeper that outlives the command must be killed with the sandbox.
@@ -77,10 +104,13 @@ TEST_F(RunLifecycleTest, NormalExitLeavesNothingButTheOutDir) {
   EXPECT_NE(json.find("api.example.test"), std::string::npos) << json;
   std::string id = JsonString(json, "dispatch_id");
   ASSERT_FALSE(id.empty()) << json;
-  EXPECT_EQ(StateEntriesFor(id), "") << "state directory left behind";
+  EXPECT_EQ(NewStateEntries(before, milliseconds(0)), "") << "state directory left behind";
 }
 
+// Nothing of the dispatch is left on the host: no process, no state directory (the
+// janitor removes it; runtime/dispatch/state_janitor.h), while the out dir keeps its files.
 TEST_F(RunLifecycleTest, SigkilledRunTakesTheSandboxWithIt) {
+  std::set<std::string> before = StateEntries();
   std::string marker = ProbeHostPath() + " sleep " + UniqueSleep();
   Process run = Process::Start(RunArgv({"--workspace", work_.path(), "--out", out_.path()},
                                        {ProbeHostPath(), "sleep", UniqueSleep()}));
@@ -92,6 +122,7 @@ TEST_F(RunLifecycleTest, SigkilledRunTakesTheSandboxWithIt) {
   std::vector<int> left = Leftovers(marker, milliseconds(5000));
   for (int pid : left) kill(pid, SIGKILL);  // never leak them into later tests
   EXPECT_TRUE(left.empty()) << "sandbox survived its runner";
+  EXPECT_EQ(NewStateEntries(before, milliseconds(5000)), "") << "state directory left behind";
 }
 
 TEST_F(RunLifecycleTest, TimeoutExits124Quickly) {

@@ -25,6 +25,7 @@
 #include "runtime/bwrap_render.h"
 #include "runtime/dispatch/layout.h"
 #include "runtime/dispatch/prepare.h"
+#include "runtime/dispatch/state_janitor.h"
 #include "runtime/dispatch/workspace.h"
 #include "runtime/launcher.h"
 #include "runtime/plan_compiler.h"
@@ -210,6 +211,9 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
       }
     }
   }
+  // Before any other descriptor of this dispatch exists (runtime/dispatch/state_janitor.h).
+  auto janitor = StateDirJanitor::Start(&*state_dir);
+  if (!janitor) return janitor.error();
   // A relay that writes to a connection the agent already closed must get EPIPE, not die;
   // it is also what lets the relays splice (relay/flow.h).
   ::signal(SIGPIPE, SIG_IGN);
