@@ -53,6 +53,16 @@ int SetCapSets(CapBits permitted, CapBits effective, CapBits inheritable,
 }
 
 int RaiseAmbientCaps(CapBits caps, int last_cap) noexcept {
+  // The kernel raises an ambient cap only when it is both permitted and inheritable; one
+  // capget spares the raises that must fail (all of them for a root caller, whose
+  // inheritable set is empty), the outcome being the same.
+  __user_cap_header_struct header{};
+  header.version = _LINUX_CAPABILITY_VERSION_3;
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capget, &header, data) == 0) {
+    auto both = [&data](int i) { return CapBits{data[i].permitted & data[i].inheritable}; };
+    caps &= both(0) | (both(1) << 32);
+  }
   for (int cap = 0; cap <= LoopEnd(last_cap); ++cap) {
     if (!Has(caps, cap)) continue;
     // EPERM: the cap is not in both permitted and inheritable (for instance after a
