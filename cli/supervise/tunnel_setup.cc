@@ -24,9 +24,22 @@ using base::Result;
 using base::Status;
 using base::UniqueFd;
 
-// PR_CAPBSET_DROP stops at EINVAL past the kernel's last cap, so asking for every CapBits
-// bit needs no read of /proc/sys/kernel/cap_last_cap.
-constexpr int kLastCapToDrop = 63;
+// The kernel's highest capability number, found with a few PR_CAPBSET_READ calls (EINVAL
+// past the last one) instead of reading /proc: the drop and the check below then make one
+// prctl per real capability rather than one per CapBits bit (64).
+int KernelLastCap() {
+  int known = 0;  // CAP_CHOWN exists on every kernel
+  int unknown = 64;
+  while (unknown - known > 1) {
+    int mid = (known + unknown) / 2;
+    if (::prctl(PR_CAPBSET_READ, mid, 0, 0, 0) >= 0) {
+      known = mid;
+    } else {
+      unknown = mid;
+    }
+  }
+  return known;
+}
 
 // Prefixes an error with the route it concerns, keeping its errno.
 Error ForRoute(const SuperviseRoute& route, const Error& error) {
@@ -43,7 +56,8 @@ Status CheckCapSetsEmpty() {
       return Error(EPERM, "Capabilities still held after dropping them");
     }
   }
-  for (int cap = 0; cap <= kLastCapToDrop; ++cap) {
+  const int last_cap = KernelLastCap();
+  for (int cap = 0; cap <= last_cap; ++cap) {
     if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1) {
       return Error(EPERM, "Ambient capability still set after dropping it:", std::to_string(cap));
     }
@@ -83,7 +97,7 @@ Status DropAllPrivileges() {
     return ErrnoError("Can't clear the ambient capabilities");
   }
   // The bounding set can only shrink while CAP_SETPCAP is still effective: before capset.
-  if (int err = runtime::DropBoundingSet(0, kLastCapToDrop); err != 0) {
+  if (int err = runtime::DropBoundingSet(0, KernelLastCap()); err != 0) {
     return Error(err, "Can't drop the capability bounding set");
   }
   if (int err = runtime::ClearAllCaps(/*tolerate_eperm=*/false); err != 0) {
