@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/base/socket_message.h"
+
 namespace sbx::runtime {
 namespace {
 
@@ -68,28 +70,14 @@ base::Result<base::FdPair> PreparePidSocket() {
 // bwrap's messages. EOF without credentials means the child died before sending.
 base::Result<pid_t> ReceivePid(int socket_fd) {
   char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = ::recvmsg(socket_fd, &msg, 0);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return base::ErrnoError("Can't read pid from socket");
-  if (msg.msg_controllen == 0) return Error::Message("Unexpected short read from pid socket");
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
-        c->cmsg_len == CMSG_LEN(sizeof(ucred))) {
-      ucred cred{};
-      std::memcpy(&cred, CMSG_DATA(c), sizeof(cred));
-      return cred.pid;
-    }
+  base::SocketMessage<ucred> message(&byte, 1);
+  if (message.Receive(socket_fd, 0) < 0) return base::ErrnoError("Can't read pid from socket");
+  if (!message.HasControl()) return Error::Message("Unexpected short read from pid socket");
+  ucred cred{};
+  if (!message.Find(SOL_SOCKET, SCM_CREDENTIALS, &cred)) {
+    return Error::Message("No pid returned on socket");
   }
-  return Error::Message("No pid returned on socket");
+  return cred.pid;
 }
 
 // Reaps the intermediate processes of --pidns (the clone child, and with --unshare-pid

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "runtime/base/socket_message.h"
 #include "runtime/base/syscalls.h"
 #include "runtime/child/child_steps.h"
 
@@ -22,23 +23,14 @@ NetnsHelperReport Failed(Phase phase, int err, uint32_t detail = 0) {
 
 // Sends the report, with `ns_fd` attached when it is valid. MSG_NOSIGNAL: a child that
 // died meanwhile must not turn into a SIGPIPE here.
-void SendReport(int channel, const NetnsHelperReport& report, int ns_fd) {
-  iovec iov{const_cast<NetnsHelperReport*>(&report), sizeof(report)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
+void SendReport(int channel, NetnsHelperReport report, int ns_fd) {
+  base::SocketMessage<int> message(&report, sizeof(report));
   if (ns_fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &ns_fd, sizeof(int));
+    message.Attach(SOL_SOCKET, SCM_RIGHTS, ns_fd);
+  } else {
+    message.Detach();
   }
-  while (::sendmsg(channel, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
+  (void)message.Send(channel, MSG_NOSIGNAL);
 }
 
 // The helper process: a forked copy of the monitor, so libnl may allocate freely.
@@ -92,18 +84,9 @@ namespace child {
 
 StepResult JoinHelperNetns(int channel, Phase* phase) noexcept {
   NetnsHelperReport report;
-  iovec iov{&report, sizeof(report)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  base::SocketMessage<int> message(&report, sizeof(report));
   *phase = Phase::kCreateNetns;
-  ssize_t n;
-  do {
-    n = ::recvmsg(channel, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  ssize_t n = message.Receive(channel, MSG_CMSG_CLOEXEC);
   if (n < 0) return {errno, Stage::kNone};
   // The helper died without a report (killed): no namespace to join.
   if (n != static_cast<ssize_t>(sizeof(report))) return {ECHILD, Stage::kNone};
@@ -111,12 +94,8 @@ StepResult JoinHelperNetns(int channel, Phase* phase) noexcept {
     *phase = static_cast<Phase>(report.phase);
     return {report.err != 0 ? report.err : EIO, Stage::kNone, report.detail};
   }
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) {
-    return {EBADMSG, Stage::kNone};
-  }
   int ns_fd = -1;
-  std::memcpy(&ns_fd, CMSG_DATA(c), sizeof(int));
+  if (!message.Find(SOL_SOCKET, SCM_RIGHTS, &ns_fd)) return {EBADMSG, Stage::kNone};
   int err = ::setns(ns_fd, CLONE_NEWNET) == 0 ? 0 : errno;
   ::close(ns_fd);
   ::close(channel);

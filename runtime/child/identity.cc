@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/base/socket_message.h"
 #include "runtime/child/child_steps.h"
 #include "runtime/child/mount_api.h"
 #include "runtime/security/capabilities.h"
@@ -48,24 +49,9 @@ int ForkIntermediate() {
 // learns the sandbox's pid as it sees it.
 int SendOwnPid(int socket_fd) {
   char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(ucred))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_CREDENTIALS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(ucred));
-  ucred cred{::getpid(), ::geteuid(), ::getegid()};
-  std::memcpy(CMSG_DATA(cmsg), &cred, sizeof(cred));
-  ssize_t n;
-  do {
-    n = ::sendmsg(socket_fd, &msg, 0);
-  } while (n < 0 && errno == EINTR);
-  return n < 0 ? errno : 0;
+  base::SocketMessage<ucred> message(&byte, 1);
+  message.Attach(SOL_SOCKET, SCM_CREDENTIALS, ucred{::getpid(), ::geteuid(), ::getegid()});
+  return message.Send(socket_fd, 0) < 0 ? errno : 0;
 }
 
 }  // namespace
