@@ -15,15 +15,10 @@ namespace {
 
 using Args = std::vector<std::string>;
 
+using fixtures::Compile;
 using fixtures::RootHost;
 using fixtures::TypicalSpec;
 using fixtures::UserHost;
-
-Plan Compile(const SandboxSpec& spec, const HostFacts& host) {
-  auto plan = CompilePlan(spec, host);
-  EXPECT_TRUE(plan) << plan.error().Render();
-  return plan ? *plan : Plan{};
-}
 
 TEST(BwrapRenderTest, UnprivilegedTypicalPlan) {
   Plan plan = Compile(TypicalSpec(), UserHost());

@@ -18,6 +18,7 @@
 namespace sbx::runtime {
 namespace {
 
+using fixtures::Compile;
 using fixtures::RootHost;
 using fixtures::UserHost;
 using Args = std::vector<std::string>;
@@ -29,12 +30,6 @@ SandboxSpec SmallSpec() {
   spec.env = {"PATH=/usr/bin"};
   spec.command = {"true"};
   return spec;
-}
-
-Plan Compile(const SandboxSpec& spec, const HostFacts& host) {
-  auto plan = CompilePlan(spec, host);
-  EXPECT_TRUE(plan) << plan.error().Render();
-  return plan ? *plan : Plan{};
 }
 
 TEST(JoinedNamespacesTest, UsernsReplacesTheImpliedUserNamespace) {

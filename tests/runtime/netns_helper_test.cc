@@ -13,15 +13,10 @@
 namespace sbx::runtime {
 namespace {
 
+using fixtures::Compile;
 using fixtures::RootHost;
 using fixtures::TypicalSpec;
 using fixtures::UserHost;
-
-Plan Compile(const SandboxSpec& spec, const HostFacts& host) {
-  auto plan = CompilePlan(spec, host);
-  EXPECT_TRUE(plan) << plan.error().Render();
-  return plan ? *plan : Plan{};
-}
 
 TEST(NetnsHelperTest, UsedForTheTypicalProfileOfBothCallers) {
   EXPECT_TRUE(NetnsFromHelper(Compile(TypicalSpec(), UserHost())));

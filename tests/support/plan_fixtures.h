@@ -2,7 +2,10 @@
 // rendering): the same inputs give the same plans on any machine.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include "runtime/host_facts.h"
+#include "runtime/plan_compiler.h"
 #include "runtime/security/capabilities.h"
 #include "runtime/spec.h"
 
@@ -37,6 +40,13 @@ inline SandboxSpec TypicalSpec() {
   spec.die_with_parent = spec.new_session = true;
   spec.command = {"true"};
   return spec;
+}
+
+// CompilePlan that must succeed: records a test failure and returns an empty Plan if not.
+inline Plan Compile(const SandboxSpec& spec, const HostFacts& host) {
+  auto plan = CompilePlan(spec, host);
+  EXPECT_TRUE(plan) << plan.error().Render();
+  return plan ? *plan : Plan{};
 }
 
 }  // namespace sbx::runtime::fixtures
