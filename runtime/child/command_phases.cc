@@ -172,8 +172,9 @@ int CommandEntry(void* arg) {
 pid_t SpawnCommand(const ChildLaunch& launch, const std::vector<BpfProgram>& programs) {
   size_t argc = 0;
   while (launch.argv[argc] != nullptr) ++argc;
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  size_t stack_size = ((argc + 2) * sizeof(char*) + 64 * 1024 + page - 1) / page * page;
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  constexpr size_t kStackBase = size_t{64} * 1024;
+  size_t stack_size = ((argc + 2) * sizeof(char*) + kStackBase + page - 1) / page * page;
   void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
   if (stack == MAP_FAILED) return -1;
