@@ -83,10 +83,11 @@ int main(int argc, char** argv) {
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "{}: internal error: {}\n", bwrap_face ? "bwrap" : "ateam-sandbox",
-               e.what());
+    // stdio, not fmt: nothing in a handler may throw again.
+    std::fprintf(stderr, "%s: internal error: %s\n", bwrap_face ? "bwrap" : "ateam-sandbox",
+                 e.what());
   } catch (...) {
-    fmt::print(stderr, "{}: internal error\n", bwrap_face ? "bwrap" : "ateam-sandbox");
+    std::fprintf(stderr, "%s: internal error\n", bwrap_face ? "bwrap" : "ateam-sandbox");
   }
   return bwrap_face ? 1 : 125;
 }
