@@ -1,13 +1,13 @@
 #include "runtime/host_facts.h"
 
 #include <fcntl.h>
-#include <linux/capability.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+
+#include "runtime/security/capabilities.h"
 
 namespace sbx::runtime {
 namespace {
@@ -24,14 +24,6 @@ long ReadProcNumber(const char* path, long fallback) {
   return std::strtol(buf, nullptr, 10);
 }
 
-uint64_t EffectiveCaps(uint64_t* permitted) {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2]{};
-  if (::syscall(SYS_capget, &header, data) != 0) return 0;
-  *permitted = (uint64_t{data[1].permitted} << 32) | data[0].permitted;
-  return (uint64_t{data[1].effective} << 32) | data[0].effective;
-}
-
 }  // namespace
 
 base::Result<HostFacts> ProbeHostFacts() {
@@ -39,7 +31,10 @@ base::Result<HostFacts> ProbeHostFacts() {
   facts.uid = ::getuid();
   facts.gid = ::getgid();
   facts.euid = ::geteuid();
-  facts.effective_caps = EffectiveCaps(&facts.permitted_caps);
+  if (CapSets sets; ReadCapSets(&sets) == 0) {
+    facts.effective_caps = sets.effective;
+    facts.permitted_caps = sets.permitted;
+  }
   facts.cap_last_cap = static_cast<int>(ReadProcNumber("/proc/sys/kernel/cap_last_cap", 40));
   facts.overflow_uid = static_cast<uid_t>(ReadProcNumber("/proc/sys/kernel/overflowuid", 65534));
   facts.overflow_gid = static_cast<gid_t>(ReadProcNumber("/proc/sys/kernel/overflowgid", 65534));

@@ -47,14 +47,12 @@ Error ForRoute(const SuperviseRoute& route, const Error& error) {
 }
 
 Status CheckCapSetsEmpty() {
-  __user_cap_header_struct header{};
-  header.version = _LINUX_CAPABILITY_VERSION_3;
-  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (::syscall(SYS_capget, &header, data) != 0) return ErrnoError("Can't read capabilities");
-  for (const auto& half : data) {
-    if (half.permitted != 0 || half.effective != 0 || half.inheritable != 0) {
-      return Error(EPERM, "Capabilities still held after dropping them");
-    }
+  runtime::CapSets sets;
+  if (int err = runtime::ReadCapSets(&sets); err != 0) {
+    return Error(err, "Can't read capabilities");
+  }
+  if (sets.permitted != 0 || sets.effective != 0 || sets.inheritable != 0) {
+    return Error(EPERM, "Capabilities still held after dropping them");
   }
   const int last_cap = KernelLastCap();
   for (int cap = 0; cap <= last_cap; ++cap) {

@@ -147,6 +147,13 @@ int DropBoundingSet(CapBits keep, int last_cap) noexcept;
 // capset(2) of the three sets. EPERM is reported as success when `tolerate_eperm`.
 int SetCapSets(CapBits permitted, CapBits effective, CapBits inheritable,
                bool tolerate_eperm) noexcept;
+// capget(2) of this process's three sets; 0 or an errno. The reading twin of SetCapSets.
+struct CapSets {
+  CapBits permitted = 0;
+  CapBits effective = 0;
+  CapBits inheritable = 0;
+};
+int ReadCapSets(CapSets* sets) noexcept;
 // PR_CAP_AMBIENT_RAISE per cap in `caps` (0..last_cap); EINVAL/EPERM ignored.
 int RaiseAmbientCaps(CapBits caps, int last_cap) noexcept;
 // PR_SET_KEEPCAPS: keep the permitted set across a later setuid() away from uid 0.

@@ -52,17 +52,23 @@ int SetCapSets(CapBits permitted, CapBits effective, CapBits inheritable,
   return 0;
 }
 
+int ReadCapSets(CapSets* sets) noexcept {
+  __user_cap_header_struct header{};
+  header.version = _LINUX_CAPABILITY_VERSION_3;
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return errno;
+  auto join = [](uint32_t low, uint32_t high) { return (CapBits{high} << 32) | low; };
+  sets->permitted = join(data[0].permitted, data[1].permitted);
+  sets->effective = join(data[0].effective, data[1].effective);
+  sets->inheritable = join(data[0].inheritable, data[1].inheritable);
+  return 0;
+}
+
 int RaiseAmbientCaps(CapBits caps, int last_cap) noexcept {
   // The kernel raises an ambient cap only when it is both permitted and inheritable; one
   // capget spares the raises that must fail (all of them for a root caller, whose
   // inheritable set is empty), the outcome being the same.
-  __user_cap_header_struct header{};
-  header.version = _LINUX_CAPABILITY_VERSION_3;
-  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (syscall(SYS_capget, &header, data) == 0) {
-    auto both = [&data](int i) { return CapBits{data[i].permitted & data[i].inheritable}; };
-    caps &= both(0) | (both(1) << 32);
-  }
+  if (CapSets sets; ReadCapSets(&sets) == 0) caps &= sets.permitted & sets.inheritable;
   for (int cap = 0; cap <= LoopEnd(last_cap); ++cap) {
     if (!Has(caps, cap)) continue;
     // EPERM: the cap is not in both permitted and inheritable (for instance after a
