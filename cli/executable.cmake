@@ -7,8 +7,19 @@ add_executable(ateam-sandbox
 )
 target_include_directories(ateam-sandbox PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_doctor sbx_supervise sbx_dispatch sbx_runtime sbx::fmt CLI11::CLI11)
-# Only glibc is loaded at start-up: every other library is linked in.
-target_link_options(ateam-sandbox PRIVATE -static-libstdc++ -static-libgcc)
+# Every exec of the runtime (the bwrap face, `run`, the supervisor in each sandbox) pays
+# for the dynamic loader; a static PIE pays nothing and keeps ASLR. docs/performance.md has
+# the measurement. glibc's NSS still works: `files` and `dns` are built into libc.a, and
+# any other module (e.g. `systemd`) is dlopen()ed from the host's glibc of the same version;
+# ld warns about that for getpwnam and getaddrinfo, which is expected. Sanitizer runtimes
+# cannot be linked statically, so those builds keep only glibc dynamic.
+option(SBX_STATIC_EXE "Link ateam-sandbox as a static PIE" ON)
+if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN))
+  # -static-pie picks rcrt1.o; adding -static-libgcc would swap in the wrong start files.
+  target_link_options(ateam-sandbox PRIVATE -static-pie)
+else()
+  target_link_options(ateam-sandbox PRIVATE -static-libstdc++ -static-libgcc)
+endif()
 set_target_properties(ateam-sandbox PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 set_project_warnings(ateam-sandbox)
 

@@ -277,7 +277,7 @@ struct LaunchFds {
   base::FdPair go;          // monitor -> child: EOF releases it (only when parent_first)
   base::FdPair status;      // reaper -> monitor: the command's wait status
   base::FdPair pid_socket;  // --pidns: the sandbox's final process sends its pid
-  base::FdPair netns;       // NetnsFromHelper: read_end the helper's, write_end the child's
+  base::FdPair netns;       // NetnsFromHelper: both ends the child's (it forks the helper)
   UniqueFd self_pidfd;      // --die-with-parent: the child watches the monitor
 };
 
@@ -325,27 +325,12 @@ base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
   return fds;
 }
 
-// Reaps the network namespace helper on every way out of Start. It never waits long:
-// the helper's work is bounded, and it is done before the child can exec.
-struct HelperReaper {
-  pid_t pid = -1;
-  HelperReaper() = default;
-  HelperReaper(const HelperReaper&) = delete;
-  HelperReaper& operator=(const HelperReaper&) = delete;
-  ~HelperReaper() {
-    if (pid <= 0) return;
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
-};
-
 // The clone child: drops the monitor's ends and becomes the sandbox.
 [[noreturn]] void EnterChild(const Plan& plan, ChildMemory& memory, LaunchFds& fds) {
   fds.report.read_end.reset();
   fds.go.write_end.reset();
   fds.status.read_end.reset();
   fds.pid_socket.read_end.reset();
-  fds.netns.read_end.reset();
   child::ChildLaunch launch;
   launch.plan = &plan;
   launch.sources = memory.sources.data();
@@ -355,6 +340,7 @@ struct HelperReaper {
   launch.status_fd = fds.status.write_end.get();
   launch.pid_socket = fds.pid_socket.write_end.get();
   launch.netns_channel = fds.netns.write_end.get();
+  launch.netns_helper_end = fds.netns.read_end.get();
   launch.argv = memory.argv.data();
   launch.envp = memory.envp.data();
   launch.pwd_slot = memory.envp.size() - 2;
@@ -383,13 +369,7 @@ base::Result<StartedSandbox> Start(const Plan& plan) {
   fds->self_pidfd.reset();
   fds->pid_socket.write_end.reset();
   fds->netns.write_end.reset();
-  HelperReaper netns_helper;
-  if (fds->netns.read_end) {
-    auto helper = StartNetnsHelper(plan, sandbox.pidfd(), fds->netns.read_end.get());
-    if (!helper) return helper.error();
-    netns_helper.pid = *helper;
-    fds->netns.read_end.reset();
-  }
+  fds->netns.read_end.reset();
 
   if (plan.joined.pidns_fd) {
     auto st = FollowIntoPidNamespace(plan, fds->pid_socket.read_end.get(),

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,15 +35,12 @@ void SendReport(int channel, NetnsHelperReport report, int ns_fd) {
   (void)message.Send(channel, MSG_NOSIGNAL);
 }
 
-// The helper process: a forked copy of the monitor, so libnl may allocate freely.
-[[noreturn]] void HelperMain(const Plan& plan, int child_pidfd, int channel) {
-  // Joined through the child's pidfd: the namespace then belongs to the child's user
-  // namespace, exactly as if clone had created it. The monitor owns that user namespace,
-  // so joining it needs no privilege (and gives full capabilities inside it).
-  if ((plan.clone_flags & CLONE_NEWUSER) != 0 && ::setns(child_pidfd, CLONE_NEWUSER) != 0) {
-    SendReport(channel, Failed(Phase::kCreateNetns, errno), -1);
-    ::_exit(0);
-  }
+// The helper process: a forked copy of the child, in the sandbox's user namespace with
+// every capability there, so the namespace it makes belongs to that user namespace exactly
+// as if clone had made it. Being a plain fork, libnl may allocate freely.
+[[noreturn]] void HelperMain(int channel, int proc_fd) noexcept {
+  // Bounded work, but nothing should outlive a child that failed meanwhile.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::unshare(CLONE_NEWNET) != 0) {
     SendReport(channel, Failed(Phase::kCreateNetns, errno), -1);
     ::_exit(0);
@@ -50,8 +49,10 @@ void SendReport(int channel, NetnsHelperReport report, int ns_fd) {
     SendReport(channel, Failed(Phase::kLoopback, r.err, r.detail), -1);
     ::_exit(0);
   }
-  // The host's /proc: this process has a pid in the monitor's pid namespace.
-  int ns_fd = ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  // Through the host's /proc, relative to its fd: the child may be pivoting meanwhile,
+  // which moves this process's root too. thread-self resolves in that procfs's pid
+  // namespace, where this process has a pid.
+  int ns_fd = ::openat(proc_fd, "thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (ns_fd < 0) {
     SendReport(channel, Failed(Phase::kCreateNetns, errno), -1);
     ::_exit(0);
@@ -68,26 +69,34 @@ bool NetnsFromHelper(const Plan& plan) {
          !plan.json_status_fd && !plan.userns_block_fd && !plan.joined.any() && !parent_maps;
 }
 
-base::Result<pid_t> StartNetnsHelper(const Plan& plan, int child_pidfd, int channel) {
-  // A plain fork, not CLONE_VM: setns() into a user namespace refuses a shared mm, and
-  // the monitor only waits meanwhile, so the copy costs nothing on the child's path.
+namespace child {
+
+pid_t StartNetnsHelper(int helper_end, int proc_fd) noexcept {
+  // A plain fork: the helper unshares a namespace of its own and uses libnl, neither of
+  // which may share this process's memory. It is reaped in JoinHelperNetns.
   base::Clone3Args args;
   args.exit_signal = SIGCHLD;
   pid_t pid = base::Clone3(&args);
   if (pid < 0 && errno == ENOSYS) pid = static_cast<pid_t>(::fork());
-  if (pid < 0) return base::ErrnoError("Can't fork the network namespace helper");
-  if (pid == 0) HelperMain(plan, child_pidfd, channel);
+  if (pid == 0) HelperMain(helper_end, proc_fd);
   return pid;
 }
 
-namespace child {
+// Reaps the helper; it exits right after its report, so this waits microseconds.
+void ReapHelper(pid_t helper_pid) noexcept {
+  while (::waitpid(helper_pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
 
-StepResult JoinHelperNetns(int channel, Phase* phase) noexcept {
+StepResult JoinHelperNetns(int channel, pid_t helper_pid, Phase* phase) noexcept {
   NetnsHelperReport report;
   base::SocketMessage<int> message(&report, sizeof(report));
   *phase = Phase::kCreateNetns;
   ssize_t n = message.Receive(channel, MSG_CMSG_CLOEXEC);
   if (n < 0) return {errno, Stage::kNone};
+  // It has reported or died: either way it is done, and must not linger as a child of
+  // the command (which it would be under --as-pid-1).
+  ReapHelper(helper_pid);
   // The helper died without a report (killed): no namespace to join.
   if (n != static_cast<ssize_t>(sizeof(report))) return {ECHILD, Stage::kNone};
   if (report.phase != 0) {
@@ -100,6 +109,14 @@ StepResult JoinHelperNetns(int channel, Phase* phase) noexcept {
   ::close(ns_fd);
   ::close(channel);
   return {err, Stage::kNone};
+}
+
+void RewindPidCounter(int proc_fd) noexcept {
+  int fd = ::openat(proc_fd, "sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  // The last pid handed out is 1 (this process): the next one is 2 again.
+  (void)!::write(fd, "1", 1);
+  ::close(fd);
 }
 
 }  // namespace child

@@ -1,19 +1,24 @@
 // The sandbox's network namespace, made beside its filesystem setup instead of by clone.
 //
 // Creating a network namespace is the largest single kernel cost of a sandbox's start-up
-// (copy_net_ns, about 1.2 ms here), and clone3 pays it in the monitor before the child
-// even exists. When nothing can observe the child's namespaces before it runs, the monitor
-// clones without CLONE_NEWNET and forks a helper that joins the child's user namespace,
-// unshares a network namespace, brings lo up and sends the namespace's fd to the child.
-// The child builds its mounts meanwhile and setns()es into the namespace right after the
-// pivot, before anything of the command runs. On two idle cores the two halves overlap.
+// (copy_net_ns, about 1 ms here), and clone3 pays it in the monitor before the child even
+// exists. When nothing can observe the child's namespaces before it runs, the monitor
+// clones without CLONE_NEWNET, and the child's first act is to fork a helper: a copy of
+// itself, already in the sandbox's user namespace with every capability there, that
+// unshares a network namespace, brings lo up and sends the namespace's fd back. The child
+// builds its mounts meanwhile and setns()es into the namespace right after the pivot,
+// before anything of the command runs. On two idle cores the two halves overlap.
+//
+// The child forks the helper, not the monitor: the child is certain to be running right
+// after clone, while a monitor that forks next can be left waiting for a CPU behind its
+// own child (measured: the helper then started after the mounts were done, and the child
+// sat idle for its namespace).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 
-#include "runtime/base/error.h"
 #include "runtime/child/failure.h"
 #include "runtime/plan.h"
 
@@ -32,17 +37,27 @@ struct NetnsHelperReport {
   int32_t err = 0;
 };
 
-// Monitor side, right after clone: forks the helper. `child_pidfd` is the clone child,
-// `channel` the monitor's end of the socket pair whose other end the child holds. The
-// helper shares nothing with the monitor after the fork; the caller reaps it (waitpid)
-// once the child has exec'd or failed.
-base::Result<pid_t> StartNetnsHelper(const Plan& plan, int child_pidfd, int channel);
-
 namespace child {
 
-// Child side, after the pivot: waits for the helper's report on `channel` and joins the
-// namespace. On failure returns the step that failed (*phase) and its result.
-StepResult JoinHelperNetns(int channel, Phase* phase) noexcept;
+// Child side, first thing after clone: forks the helper. `helper_end` is the helper's end
+// of a SOCK_SEQPACKET pair whose other end the child keeps; the child closes `helper_end`
+// once this returns, so a helper that dies unreported reads as EOF. `proc_fd` is an O_PATH
+// fd of the host's /proc, which the helper resolves its own namespace through (the child
+// may pivot meanwhile, and the helper shares its mount namespace). Returns the helper's
+// pid, or -1 with errno set.
+pid_t StartNetnsHelper(int helper_end, int proc_fd) noexcept;
+
+// Child side, after the pivot: waits for the helper's report on `channel`, joins the
+// namespace and reaps the helper (`helper_pid`). On failure returns the step that failed
+// (*phase) and its result.
+StepResult JoinHelperNetns(int channel, pid_t helper_pid, Phase* phase) noexcept;
+
+// Child side, after JoinHelperNetns, when the child is pid 1 of a new pid namespace: the
+// reaped helper had pid 2 there, and pids are handed out cyclically, so the command would
+// be pid 3 where bwrap's is 2. Rewinds the namespace's counter (ns_last_pid, which the
+// kernel resolves for the writer's own pid namespace) through `proc_fd`. Best effort: a
+// kernel without checkpoint/restore support only makes the command's pid 3.
+void RewindPidCounter(int proc_fd) noexcept;
 
 }  // namespace child
 }  // namespace sbx::runtime

@@ -153,6 +153,18 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Host /proc stays reachable through this fd after the pivot (id maps of the nested
+  // user namespace, max_user_namespaces, the helper's namespace).
+  int proc_fd = ::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  pid_t netns_helper = -1;
+  if (launch.netns_channel >= 0) {
+    // First, so that the namespace is made while everything below runs; it never goes
+    // together with the steps that wait for the monitor or change this process's pid
+    // (NetnsFromHelper).
+    netns_helper = StartNetnsHelper(launch.netns_helper_end, proc_fd);
+    Check(launch, Phase::kCreateNetns, netns_helper < 0 ? errno : 0);
+    ::close(launch.netns_helper_end);
+  }
   // Before anything else, as bwrap: from here on this is a different process (the one in
   // the joined pid namespace), whose pid the monitor waits for.
   if (plan.joined.pidns_fd) {
@@ -174,9 +186,6 @@ void ChildMain(const ChildLaunch& launch) noexcept {
     bool ids_change = plan.userns && plan.userns->written_by_parent;
     Check(launch, Phase::kDeathSignal, ArmDeathSignal(launch.parent_pidfd, !ids_change));
   }
-  // Host /proc stays reachable through this fd after the pivot (id maps of the nested
-  // user namespace, max_user_namespaces).
-  int proc_fd = ::open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
   // With --userns-block-fd an outside tool (newuidmap) writes the maps while the monitor
   // waits; bwrap writes none itself then.
   if (plan.userns && !plan.userns->written_by_parent && !plan.userns_block_fd) {
@@ -196,8 +205,9 @@ void ChildMain(const ChildLaunch& launch) noexcept {
     // The helper made the namespace (and lo) while the mounts were built. Joined while
     // this process still has every capability in its user namespace, before a nested one.
     Phase phase = Phase::kCreateNetns;
-    StepResult r = JoinHelperNetns(launch.netns_channel, &phase);
+    StepResult r = JoinHelperNetns(launch.netns_channel, netns_helper, &phase);
     if (r.failed()) Fail(launch, static_cast<uint32_t>(phase), r);
+    if ((plan.clone_flags & CLONE_NEWPID) != 0) RewindPidCounter(proc_fd);
   }
   if (plan.joined.userns2_fd) {
     // setns() gives full capabilities in --userns2; bwrap does not trim the bounding set

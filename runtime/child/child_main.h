@@ -24,6 +24,7 @@ struct ChildLaunch {
   int status_fd = -1;            // reaper -> monitor: the command's wait status
   int pid_socket = -1;           // --pidns: the final process sends its pid here (CLOEXEC)
   int netns_channel = -1;        // NetnsFromHelper: the helper sends the netns here (CLOEXEC)
+  int netns_helper_end = -1;     // NetnsFromHelper: the helper's end of that channel
   char* const* argv = nullptr;   // NULL-terminated
   char** envp = nullptr;         // NULL-terminated; envp[pwd_slot] is set by the child
   size_t pwd_slot = 0;
