@@ -1,7 +1,7 @@
 // relay_bench: the network tunnel's cost on loopback, in one run, side by side:
 //   direct  client -TCP-> server
-//   tunnel  client -TCP-> supervisor HandoffSender =(socket handed over on route-0.sock)=>
-//           HostRelay -TCP-> server (both on one EventLoop in a forked child)
+//   tunnel  client -TCP-> listener handed over on route-0.sock, accepted by HostRelay
+//           -TCP-> server (HostRelay on one EventLoop in a forked child)
 //   socat   client -TCP-> socat TCP-LISTEN,fork -UDS-> socat UNIX-LISTEN,fork -TCP-> server
 // Metrics: bulk throughput, 1-byte round trip, new connections per second (1 and 8 clients,
 // with the slowest single connect()), and relay memory per idle connection (Pss of the relay
@@ -32,6 +32,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,7 +41,7 @@
 #include "bench/relay_bench_server.h"
 #include "relay/endpoint.h"
 #include "relay/event_loop.h"
-#include "relay/handoff_sender.h"
+#include "relay/handoff.h"
 #include "relay/host_relay.h"
 #include "relay/relay.h"
 
@@ -189,15 +190,17 @@ int RunTunnel(const std::string& dir, uint16_t server_port, int ready_fd, int st
   auto listener = Endpoint::Tcp(*listen_at).Listen();
   if (!listener) return 3;
   uint16_t port = bench::LocalPort(listener->get());
-  // The supervisor's side: accept, hand the socket over the route's channel, close.
+  // The supervisor's side: hand the listener over the route's channel, close both. The host
+  // relay then accepts from it itself, as in the product.
   auto channel = target->Connect(std::chrono::seconds(5));
   if (!channel) return 4;
-  auto supervisor = HandoffSender::Create(loop->get(), std::move(*listener), std::move(*channel));
-  if (!supervisor) return 4;
+  const int listener_fd = listener->get();
+  if (!SendSockets(channel->get(), std::span<const int>(&listener_fd, 1))) return 4;
+  listener->reset();
+  channel->reset();
   if (!(*loop)->WatchCallback(stop_fd, EPOLLIN, [&](uint32_t) { (*loop)->Stop(); })) return 5;
   if (::write(ready_fd, &port, sizeof(port)) != sizeof(port)) return 6;
   if (!(*loop)->Run()) return 7;
-  supervisor->reset();
   host->reset();
   return 0;
 }

@@ -73,7 +73,6 @@ Connection::Connection(const ConnectionConfig& config, base::UniqueFd downstream
       target_(config.target),
       limits_(config.limits),
       owner_(config.owner),
-      shared_downstream_(config.shared_downstream),
       down_(this, /*upstream=*/false),
       up_(this, /*upstream=*/true),
       upward_(config.limits->buffer_bytes, config.pool, config.splice),
@@ -265,13 +264,8 @@ void Connection::Close(EndReason reason, int err, CloseMode mode) {
   loop_->CancelTimer(timer_);
   for (Side* side : {&down_, &up_}) {
     if (!side->fd) continue;
-    // Closed just below; only the downstream of a handoff may have another reference (the
-    // sender's, closed a moment later), and epoll keeps a registration while any remains.
-    if (side == &down_ && shared_downstream_) {
-      loop_->Unwatch(side->fd.get());
-    } else {
-      loop_->UnwatchBeforeClose(side->fd.get());
-    }
+    // Closed just below, and never duplicated: close(2) ends the epoll registration.
+    loop_->UnwatchBeforeClose(side->fd.get());
     if (mode == CloseMode::kReset) SetResetOnClose(side->fd.get());
     side->fd.reset();
     side->io = SocketState{};

@@ -77,9 +77,6 @@ struct ConnectionConfig {
   ConnectionOwner* owner = nullptr;  // outlives the connection
   BufferPool* pool = nullptr;        // optional, of limits->buffer_bytes; outlives it
   bool splice = false;               // Flow splice mode for bulk: only if SIGPIPE is ignored
-  // The downstream socket was received from another process (a handoff), whose copy may
-  // outlive ours: its epoll registration is removed explicitly, not left to close(2).
-  bool shared_downstream = false;
 };
 
 class Connection final : public Closable {
@@ -133,7 +130,6 @@ class Connection final : public Closable {
   const Endpoint* target_;
   const Limits* limits_;
   ConnectionOwner* owner_;
-  bool shared_downstream_;
   State state_ = State::kAwaitingData;
   bool dialed_ = false;
   Side down_;

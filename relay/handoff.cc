@@ -69,7 +69,7 @@ base::Result<size_t> SendSockets(int channel, std::span<const int> fds) {
   do {
     sent = ::sendmmsg(channel, msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT | MSG_NOSIGNAL);
   } while (sent < 0 && errno == EINTR);
-  if (sent <= 0) return base::ErrnoError("Can't hand over a connection");
+  if (sent <= 0) return base::ErrnoError("Can't hand over a socket");
   return static_cast<size_t>(sent);
 }
 
@@ -91,8 +91,8 @@ std::string_view HandoffCheckName(HandoffCheck check) {
       return "not-inet";
     case HandoffCheck::kNotTcp:
       return "not-tcp";
-    case HandoffCheck::kListening:
-      return "listening";
+    case HandoffCheck::kNotListening:
+      return "not-listening";
     case HandoffCheck::kQueryFailed:
       return "query-failed";
   }
@@ -115,7 +115,7 @@ int HandoffCheckErrno(HandoffCheck check) {
       return EAFNOSUPPORT;
     case HandoffCheck::kNotTcp:
       return EPROTONOSUPPORT;
-    case HandoffCheck::kListening:
+    case HandoffCheck::kNotListening:
       return EINVAL;
     case HandoffCheck::kQueryFailed:
       return EBADF;
@@ -123,7 +123,7 @@ int HandoffCheckErrno(HandoffCheck check) {
   return EPROTO;
 }
 
-HandoffCheck CheckHandedOffSocket(int fd) {
+HandoffCheck CheckHandedOffListener(int fd) {
   // fstat first: getsockopt on a non-socket only fails, but the brief of this check is "a
   // socket, of this kind", and fstat is what proves the first half for any fd type.
   struct stat st {};
@@ -142,7 +142,7 @@ HandoffCheck CheckHandedOffSocket(int fd) {
   if (type != SOCK_STREAM) return HandoffCheck::kNotStream;
   if (domain != AF_INET && domain != AF_INET6) return HandoffCheck::kNotInet;
   if (protocol != IPPROTO_TCP) return HandoffCheck::kNotTcp;
-  if (listening != 0) return HandoffCheck::kListening;
+  if (listening == 0) return HandoffCheck::kNotListening;
   int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0) return HandoffCheck::kQueryFailed;
   if ((flags & O_NONBLOCK) == 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
@@ -195,7 +195,7 @@ void ReceiveSockets(int channel, ReceiveBatch& batch) {
     } else if (fds > 1) {
       item.check = HandoffCheck::kExtraFds;
     } else {
-      item.check = CheckHandedOffSocket(item.fd.get());
+      item.check = CheckHandedOffListener(item.fd.get());
     }
     if (item.check != HandoffCheck::kOk) item.fd.reset();
     ++batch.count;

@@ -55,6 +55,7 @@ Relay::~Relay() {
   shutting_down_ = true;
   loop_->CancelTimer(resume_timer_);
   loop_->Unwatch(listener_.get());
+  if (adopted_) loop_->Unwatch(adopted_.get());
   CloseChannel();
   for (auto& [raw, connection] : connections_) connection->Abort(EndReason::kShutdown);
   connections_.clear();  // safe here: the contract keeps us out of the loop's callbacks
@@ -70,7 +71,7 @@ void Relay::OnIoEvents(uint32_t /*events*/) {
 
 void Relay::AcceptBatch() {
   for (int i = 0; i < kAcceptBatch; ++i) {
-    base::UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    base::UniqueFd fd(::accept4(accept_fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd) {
       switch (errno) {
         case EAGAIN:
@@ -83,7 +84,7 @@ void Relay::AcceptBatch() {
         case ENFILE:
         case ENOBUFS:
         case ENOMEM:
-          OnOutOfFds();
+          OnOutOfFds(/*channels=*/false);
           return;
         default:
           PauseAccepting();  // a level-triggered listener would otherwise spin on the error
@@ -100,7 +101,7 @@ void Relay::AcceptChannels() {
     if (!fd) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        OnOutOfFds();
+        OnOutOfFds(/*channels=*/true);
       } else if (errno != EAGAIN) {
         PauseAccepting();
       }
@@ -126,13 +127,24 @@ void Relay::ReceiveHandoffs() {
   ReceiveSockets(channel_.get(), batch);
   for (size_t i = 0; i < batch.count; ++i) {
     ReceivedSocket& item = batch.items[i];
-    if (item.check == HandoffCheck::kOk) {
-      Take(std::move(item.fd));
-    } else {
+    if (item.check != HandoffCheck::kOk) {
       Refuse(HandoffCheckErrno(item.check));
+    } else if (adopted_) {
+      Refuse(EEXIST);  // one listener per route; a second is closed (its queue is reset)
+    } else {
+      Adopt(std::move(item.fd));
     }
   }
+  // The supervisor closes the channel once it has sent the listener; what it sent stays.
   if (batch.closed) CloseChannel();
+}
+
+void Relay::Adopt(base::UniqueFd listener) {
+  // The supervisor set TCP_NODELAY on it, which accepted sockets inherit; its own copy is
+  // closed by now, so the O_NONBLOCK set by the check cannot be cleared by anyone else.
+  adopted_ = std::move(listener);
+  if (resume_timer_.valid()) return;  // paused: the timer watches it with the rest
+  if (!loop_->Watch(adopted_.get(), EPOLLIN, &adopted_watch_)) PauseAccepting();
 }
 
 void Relay::CloseChannel() {
@@ -160,8 +172,7 @@ void Relay::Take(base::UniqueFd fd) {
 }
 
 void Relay::Admit(base::UniqueFd fd) {
-  ConnectionConfig config{loop_,  &options_.target, &options_.limits, this,
-                          &pool_, splice_,          options_.handoff};
+  ConnectionConfig config{loop_, &options_.target, &options_.limits, this, &pool_, splice_};
   auto connection = std::make_unique<Connection>(config, std::move(fd));
   if (!connection->Start()) {
     ++stats_.shed;  // could not even watch it: drop it, it was never registered
@@ -172,8 +183,8 @@ void Relay::Admit(base::UniqueFd fd) {
 }
 
 void Relay::Shed(base::UniqueFd fd) {
-  // A reset tells a TCP client at once that it was refused; a Unix client sees EOF. Handed
-  // over sockets are TCP.
+  // A reset tells a TCP client at once that it was refused; a Unix client sees EOF. In
+  // handoff mode connections come from the adopted TCP listener.
   if (tcp_listener_ || options_.handoff) SetResetOnClose(fd.get());
   fd.reset();
   ++stats_.shed;
@@ -183,18 +194,19 @@ void Relay::Shed(base::UniqueFd fd) {
   Report(record);
 }
 
-void Relay::OnOutOfFds() {
+void Relay::OnOutOfFds(bool channels) {
   // Without a free fd accept fails and the connection stays queued; the level-triggered
   // listener would report it again at once. Free the reserve, take the waiting connections
   // one by one and close them, then take the reserve back.
   if (reserve_fd_) {
     reserve_fd_.reset();
+    int fd_to_drain = channels ? listener_.get() : accept_fd();
     for (;;) {
-      base::UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      base::UniqueFd fd(::accept4(fd_to_drain, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (!fd) break;
-      if (options_.handoff) {
+      if (channels) {
         // A channel dropped here may have been the supervisor's: then no later one is
-        // trusted either, and the supervisor resets what it accepts (fail closed).
+        // trusted either, and the route has no listener (fail closed: connections are reset).
         channel_taken_ = true;
         Refuse(EMFILE);
         continue;
@@ -210,12 +222,18 @@ void Relay::OnOutOfFds() {
 void Relay::PauseAccepting() {
   if (resume_timer_.valid()) return;
   loop_->Unwatch(listener_.get());
+  if (adopted_) loop_->Unwatch(adopted_.get());
   resume_timer_ = loop_->AddTimer(kAcceptPause, [this] {
     resume_timer_ = {};
     if (!reserve_fd_) reserve_fd_ = DupReserve(listener_.get());
     // Watching can only fail for lack of memory; try again after another pause then.
-    if (!loop_->Watch(listener_.get(), EPOLLIN, this)) PauseAccepting();
+    if (!WatchListeners()) PauseAccepting();
   });
+}
+
+bool Relay::WatchListeners() {
+  if (!loop_->Watch(listener_.get(), EPOLLIN, this)) return false;
+  return !adopted_ || loop_->Watch(adopted_.get(), EPOLLIN, &adopted_watch_);
 }
 
 void Relay::Report(const ConnectionRecord& record) {

@@ -11,13 +11,14 @@
 // even that fails it stops accepting for a moment.
 //
 // Handoff mode (RelayOptions::handoff, the host side of the tunnel; relay/handoff.h): the
-// listener is the route's Unix socket, and connections arrive as sockets handed over on a
-// channel instead of being accepted. Only the FIRST connection the listener ever accepts is
-// the channel: the supervisor's, made before the agent exists. Every later one is closed at
-// once and recorded as "refused" (EPERM), so the agent, which can reach the socket too, can
-// never hand over sockets of its own. Every received socket is still checked as hostile
-// (CheckHandedOffSocket); a refused message is closed and recorded as "refused". A received
-// socket then counts against max_connections and is served like an accepted one.
+// listener is the route's Unix socket, and what arrives on it is the route's TCP listener,
+// handed over by the supervisor; the relay then accepts the agent's connections from that
+// listener itself. Only the FIRST connection the Unix socket ever accepts is the channel: the
+// supervisor's, made before the agent exists. Every later one is closed at once and recorded
+// as "refused" (EPERM), so the agent, which can reach the socket too, can never hand over
+// anything. Every received fd is still checked as hostile (CheckHandedOffListener), and only
+// the first good listener is adopted; a refused message, or a second listener, is closed and
+// recorded as "refused". The channel may close once the listener is handed over.
 //
 // Bulk transfers splice(2) through per-connection pipes (no copy through user space) when the
 // process ignores SIGPIPE at Create() time (the supervisor does; the host dispatch should);
@@ -56,7 +57,7 @@ class Relay final : public IoHandler, private ConnectionOwner {
     uint64_t dialed = 0;    // connections that dialled the target (closed ones)
     uint64_t undialed = 0;  // closed before their first byte: probes, silent clients
     uint64_t shed = 0;      // closed at once by a limit
-    uint64_t refused = 0;   // handoff mode: refused channels and messages
+    uint64_t refused = 0;   // handoff mode: refused channels, messages, listeners
   };
 
   // Takes ownership of `listener`, a listening non-blocking socket (Endpoint::Listen), and
@@ -72,24 +73,45 @@ class Relay final : public IoHandler, private ConnectionOwner {
   [[nodiscard]] const Stats& stats() const { return stats_; }
   [[nodiscard]] const Endpoint& target() const { return options_.target; }
   [[nodiscard]] int listener_fd() const { return listener_.get(); }
+  // Handoff mode: whether the route's TCP listener has been handed over and adopted.
+  [[nodiscard]] bool has_adopted_listener() const { return adopted_.get() >= 0; }
 
   void OnIoEvents(uint32_t events) override;  // the listener is readable
 
  private:
+  // Handoff mode: the adopted TCP listener's registration, forwarding to AcceptBatch.
+  class AdoptedWatch final : public IoHandler {
+   public:
+    explicit AdoptedWatch(Relay* relay) : relay_(relay) {}
+    void OnIoEvents(uint32_t /*events*/) override { relay_->AcceptBatch(); }
+
+   private:
+    Relay* relay_;
+  };
+
   Relay(EventLoop* loop, base::UniqueFd listener, RelayOptions options, bool tcp_listener);
 
+  // The socket connections are accepted from: the listener, or in handoff mode the adopted
+  // TCP listener (-1 until it arrives).
+  [[nodiscard]] int accept_fd() const {
+    return options_.handoff ? adopted_.get() : listener_.get();
+  }
   void AcceptBatch();
   // Handoff mode: takes the channel (the first connection), refuses any later one.
   void AcceptChannels();
   void ReceiveHandoffs();
+  void Adopt(base::UniqueFd listener);
   void CloseChannel();
   void Refuse(int err);
   // A new connection, accepted or handed over: admitted or shed by the connection limit.
   void Take(base::UniqueFd fd);
   void Admit(base::UniqueFd fd);
   void Shed(base::UniqueFd fd);
-  void OnOutOfFds();
+  // Out of fds while accepting channels (`channels`) or connections.
+  void OnOutOfFds(bool channels);
+  // Stops watching every listening socket for a moment.
   void PauseAccepting();
+  [[nodiscard]] bool WatchListeners();
   void Report(const ConnectionRecord& record);
   void OnConnectionClosed(Connection* connection, const ConnectionRecord& record) override;
 
@@ -99,7 +121,9 @@ class Relay final : public IoHandler, private ConnectionOwner {
   bool tcp_listener_;
   base::UniqueFd channel_;      // handoff mode: the supervisor's channel while it is open
   bool channel_taken_ = false;  // handoff mode: the one channel was accepted (maybe closed)
-  base::UniqueFd reserve_fd_;   // given up to accept-and-close when fds run out
+  base::UniqueFd adopted_;      // handoff mode: the route's TCP listener, once handed over
+  AdoptedWatch adopted_watch_{this};
+  base::UniqueFd reserve_fd_;  // given up to accept-and-close when fds run out
   bool shutting_down_ = false;
   EventLoop::TimerId resume_timer_;
   BufferPool pool_;  // before connections_: destroyed after them

@@ -14,7 +14,6 @@
 #include "cli/supervise/agent_process.h"
 #include "cli/supervise/tunnel_setup.h"
 #include "relay/event_loop.h"
-#include "relay/handoff_sender.h"
 #include "runtime/base/syscalls.h"
 
 namespace sbx::cli {
@@ -43,19 +42,18 @@ Result<UniqueFd> TakeOverSignals() {
   return fd;
 }
 
-// The running tunnel: the loop, one HandoffSender per route, the agent and the signal stream.
+// The running sandbox: the loop, the agent and the signal stream (the routes' listeners are
+// the host relay's by now).
 class Supervision {
  public:
   Supervision(std::unique_ptr<relay::EventLoop> loop, UniqueFd signal_fd)
       : loop_(std::move(loop)), signal_fd_(std::move(signal_fd)) {}
   ~Supervision() {
-    senders_.clear();  // before the loop they are registered with
     if (!exit_code_ && agent_.pidfd) KillAgent();
   }
   Supervision(const Supervision&) = delete;
   Supervision& operator=(const Supervision&) = delete;
 
-  Status AddRoutes(const SuperviseConfig& config, std::vector<RouteSockets> routes);
   // Takes the agent and watches its pidfd and the signalfd.
   Status Watch(AgentProcess agent);
   // Runs until the agent is gone (or a second signal); returns the exit code.
@@ -72,25 +70,10 @@ class Supervision {
 
   std::unique_ptr<relay::EventLoop> loop_;
   UniqueFd signal_fd_;
-  std::vector<std::unique_ptr<relay::HandoffSender>> senders_;
   AgentProcess agent_;
   int stop_signals_ = 0;
   std::optional<int> exit_code_;
 };
-
-Status Supervision::AddRoutes(const SuperviseConfig& config, std::vector<RouteSockets> routes) {
-  for (size_t i = 0; i < routes.size(); ++i) {
-    auto sender = relay::HandoffSender::Create(loop_.get(), std::move(routes[i].listener),
-                                               std::move(routes[i].channel));
-    if (!sender) {
-      return Error(sender.error().err(),
-                   "route " + config.routes[i].text + ": " + sender.error().op(),
-                   sender.error().subject());
-    }
-    senders_.push_back(std::move(*sender));
-  }
-  return {};
-}
 
 Status Supervision::Watch(AgentProcess agent) {
   agent_ = std::move(agent);
@@ -155,17 +138,13 @@ Result<int> RunSupervisor(const SuperviseConfig& config) {
   auto signal_fd = TakeOverSignals();
   if (!signal_fd) return signal_fd.error();
   if (auto net = EnterPrivateNetwork(); !net) return net.error();
-  auto routes = ListenAndConnectRoutes(config);
-  if (!routes) return routes.error();
+  // Every route is handed over before the fork: a failure here needs no agent to be killed.
+  if (auto routes = HandOverRouteListeners(config); !routes) return routes.error();
   if (auto drop = DropAllPrivileges(); !drop) return drop.error();
 
   auto loop = relay::EventLoop::Create();
   if (!loop) return loop.error();
   Supervision supervision(std::move(*loop), std::move(*signal_fd));
-  // Every route is served before the fork: a failure here needs no agent to be killed.
-  if (auto added = supervision.AddRoutes(config, std::move(*routes)); !added) {
-    return added.error();
-  }
   auto agent = SpawnAgent(config.command);
   if (!agent) return agent.error();
   if (auto watch = supervision.Watch(std::move(*agent)); !watch) return watch.error();

@@ -9,14 +9,15 @@
 // Steps, in order (DESIGN.md, "The network tunnel"):
 //   1. block SIGCHLD/SIGTERM/SIGINT (read through a signalfd), ignore SIGPIPE;
 //   2. unshare(CLONE_NEWNET), check the netns owner, bring lo up;
-//   3. bind one TCP listener per route, connect each route's handoff channel (the probe);
+//   3. bind one TCP listener per route, connect each route's handoff channel (the probe),
+//      send the listener over it and close both (HandOverRouteListeners): the host relay
+//      accepts the agent's connections itself, and no byte or connection passes through here;
 //   4. drop every capability, keep no_new_privs, become non-dumpable;
 //   5. fork + exec the agent (SpawnAgent);
-//   6. hand every accepted connection to the host relay (relay/handoff_sender.h, no byte is
-//      relayed here) on one event loop, watch the agent's pidfd, reap every
-//      other child (orphans of the sandbox are re-parented to pid 1);
+//   6. on one event loop, watch the agent's pidfd and reap every other child (orphans of the
+//      sandbox are re-parented to pid 1);
 //   7. SIGTERM/SIGINT are forwarded to the agent; a second one ends the supervisor at once.
-// When the agent exits the loop stops; the connections already live in the host relay.
+// When the agent exits the loop stops; the connections live in the host relay.
 #pragma once
 
 #include "cli/supervise/routes.h"

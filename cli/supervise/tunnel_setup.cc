@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "netns/loopback.h"
 #include "netns/ownership.h"
 #include "relay/endpoint.h"
+#include "relay/handoff.h"
 #include "runtime/security/capabilities.h"
 
 namespace sbx::cli {
@@ -72,21 +75,29 @@ Status EnterPrivateNetwork() {
   return {};
 }
 
-Result<std::vector<RouteSockets>> ListenAndConnectRoutes(const SuperviseConfig& config) {
-  std::vector<RouteSockets> routes(config.routes.size());
+Status HandOverRouteListeners(const SuperviseConfig& config) {
+  std::vector<UniqueFd> listeners(config.routes.size());
   // Every listener is bound before the first channel: a bind failure is a local problem and
   // should be reported without first waiting on a slow relay.
   for (size_t i = 0; i < config.routes.size(); ++i) {
     auto fd = relay::Endpoint::Tcp(config.routes[i].listen).Listen();
     if (!fd) return ForRoute(config.routes[i], fd.error());
-    routes[i].listener = std::move(*fd);
+    // Accepted sockets inherit TCP_NODELAY from the listener, on the host relay's side too.
+    relay::SetNoDelay(fd->get());
+    listeners[i] = std::move(*fd);
   }
   for (size_t i = 0; i < config.routes.size(); ++i) {
     auto channel = config.routes[i].target.Connect(config.probe_timeout);
     if (!channel) return ForRoute(config.routes[i], channel.error());
-    routes[i].channel = std::move(*channel);
+    const int listener = listeners[i].get();
+    // The channel is empty and the message one byte: this cannot find the buffer full.
+    auto sent = relay::SendSockets(channel->get(), std::span<const int>(&listener, 1));
+    if (!sent) return ForRoute(config.routes[i], sent.error());
+    // Ours closes here: the relay's is then the only reference, so nobody can change the
+    // listener's flags under it, and if the relay goes, the agent's connects are refused.
+    listeners[i].reset();
   }
-  return routes;
+  return {};
 }
 
 Status DropAllPrivileges() {

@@ -6,8 +6,6 @@
 // Each step is irreversible for the process; none logs or exits.
 #pragma once
 
-#include <vector>
-
 #include "cli/supervise/routes.h"
 #include "runtime/base/error.h"
 #include "runtime/base/unique_fd.h"
@@ -20,21 +18,16 @@ namespace sbx::cli {
 // /proc mounted.
 base::Status EnterPrivateNetwork();
 
-// One route's sockets: the TCP listener the agent connects to, and the channel to the host
-// relay's Unix socket over which each accepted connection is handed over (relay/handoff.h).
-struct RouteSockets {
-  base::UniqueFd listener;
-  base::UniqueFd channel;
-};
-
-// Binds one listening TCP socket per route, in route order (non-blocking, CLOEXEC; the
-// caller owns them), then connects each route's channel within `config.probe_timeout`. The
-// channel is the readiness probe: it costs the host relay no upstream connection (the relay
-// dials only once a handed-over connection sends a byte), and it must exist before the agent
-// does, because the host relay trusts only the first connection to each route socket. Errors
-// name the route: "route 127.77.0.2:443=/run/x.sock: Can't connect to ...". A port below
-// 1024 needs CAP_NET_BIND_SERVICE in the user namespace owning the netns.
-base::Result<std::vector<RouteSockets>> ListenAndConnectRoutes(const SuperviseConfig& config);
+// Binds one listening TCP socket per route, in route order, then for each route connects the
+// channel to the host relay's Unix socket within `config.probe_timeout`, sends the listener
+// over it (relay/handoff.h) and closes both: from then on the host relay accepts the agent's
+// connections itself, and this process holds no socket of the tunnel. The channel is the
+// readiness probe: it costs the host relay no upstream connection, and it must exist before
+// the agent does, because the host relay trusts only the first connection to each route
+// socket. Connections made before the relay has taken the listener wait in its backlog.
+// Errors name the route: "route 127.77.0.2:443=/run/x.sock: Can't connect to ...". A port
+// below 1024 needs CAP_NET_BIND_SERVICE in the user namespace owning the netns.
+base::Status HandOverRouteListeners(const SuperviseConfig& config);
 
 // Drops every capability for good: ambient, the bounding set (only effective with
 // CAP_SETPCAP; without it the kernel refuses each drop with EPERM, which is tolerated as bwrap

@@ -1,5 +1,6 @@
-// Socket handoff (relay/handoff.h): the supervisor's HandoffSender chained to a Relay in
-// handoff mode (the host side), and the host side fed hostile messages directly.
+// Listener handoff (relay/handoff.h): the supervisor's side (a TCP listener sent over the
+// route's channel) chained to a Relay in handoff mode (the host side), and the host side fed
+// hostile messages directly.
 #include "relay/handoff.h"
 
 #include <fcntl.h>
@@ -10,8 +11,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <span>
 
-#include "relay/handoff_sender.h"
 #include "relay/relay.h"
 #include "tests/relay/relay_test_util.h"
 
@@ -73,15 +74,16 @@ class HandoffTest : public ::testing::Test {
     host_ = std::move(*relay);
   }
 
-  // The supervisor side: a TCP listener whose connections are handed over to route-0.sock.
-  void StartSender() {
+  // The supervisor side: a TCP listener handed over on route-0.sock; both closed after.
+  void HandOverListener() {
     base::UniqueFd listener = testing::ListenLoopback();
     entry_ = testing::LocalAddress(listener.get());
     auto channel = Endpoint::Unix(route_)->Connect(1s);
     ASSERT_TRUE(channel) << channel.error().Render();
-    auto sender = HandoffSender::Create(loop_.get(), std::move(listener), std::move(*channel));
-    ASSERT_TRUE(sender) << sender.error().Render();
-    sender_ = std::move(*sender);
+    const int fd = listener.get();
+    auto sent = SendSockets(channel->get(), std::span<const int>(&fd, 1));
+    ASSERT_TRUE(sent) << sent.error().Render();
+    ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->has_adopted_listener(); }));
   }
 
   std::function<base::UniqueFd()> Client() {
@@ -100,13 +102,12 @@ class HandoffTest : public ::testing::Test {
   std::vector<ConnectionRecord> records_;
   SocketAddress entry_;
   std::unique_ptr<Relay> host_;
-  std::unique_ptr<HandoffSender> sender_;
 };
 
 TEST_F(HandoffTest, ChainEchoesWithHalfCloseAndRecordsEachConnectionOnce) {
   TestServer upstream;
   StartHost(upstream.address());
-  StartSender();
+  HandOverListener();
   std::vector<std::string> payloads;
   for (uint32_t i = 0; i < 3; ++i) payloads.push_back(testing::RandomBytes(4u << 20, i + 1));
   std::vector<std::string> received;
@@ -121,7 +122,7 @@ TEST_F(HandoffTest, ChainEchoesWithHalfCloseAndRecordsEachConnectionOnce) {
     EXPECT_EQ(r.bytes_up, 4u << 20);
     EXPECT_EQ(r.bytes_down, 4u << 20);
   }
-  EXPECT_EQ(sender_->stats().handed_off, 3u);
+  EXPECT_EQ(host_->stats().accepted, 3u);
   EXPECT_EQ(host_->active_connections(), 0u);
 }
 
@@ -132,7 +133,7 @@ TEST_F(HandoffTest, ChainSplicesBulkWhenSigpipeIsIgnored) {
   ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &saved), 0);
   TestServer upstream;
   StartHost(upstream.address());
-  StartSender();
+  HandOverListener();
   std::vector<std::string> payloads = {testing::RandomBytes(6u << 20, 7),
                                        testing::RandomBytes(6u << 20, 8)};
   std::vector<std::string> received;
@@ -146,7 +147,7 @@ TEST_F(HandoffTest, ChainSplicesBulkWhenSigpipeIsIgnored) {
 TEST_F(HandoffTest, ManyConcurrentConnections) {
   TestServer upstream;
   StartHost(upstream.address());
-  StartSender();
+  HandOverListener();
   std::vector<std::string> payloads;
   for (uint32_t i = 0; i < 100; ++i) payloads.push_back(testing::RandomBytes(3000, i + 1));
   std::vector<std::string> received;
@@ -160,7 +161,7 @@ TEST_F(HandoffTest, ManyConcurrentConnections) {
 TEST_F(HandoffTest, ConnectAndCloseCostsNoUpstreamConnectionAndNoRecord) {
   TestServer upstream;
   StartHost(upstream.address());
-  StartSender();
+  HandOverListener();
   RunWithLoop(*loop_, [&] {
     for (int i = 0; i < 3; ++i) testing::ConnectTcp(entry_);  // closed at once
   });
@@ -179,20 +180,19 @@ TEST_F(HandoffTest, HostileMessagesAreRefusedClosedAndRecorded) {
   base::UniqueFd pipe_read(pipe_fds[0]);
   base::UniqueFd pipe_write(pipe_fds[1]);
   base::UniqueFd udp(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  base::UniqueFd unix_stream(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  base::UniqueFd unix_listener = Endpoint::Unix(dir_.path() + "/other.sock")->Listen().value();
   auto [client_a, server_a] = TcpPair(listener.get());
-  auto [client_b, server_b] = TcpPair(listener.get());
-  std::vector<int> many(10, server_a.get());    // past what the receiver makes room for
-  SendRaw(channel.get(), {pipe_write.get()});   // not a socket
-  SendRaw(channel.get(), {udp.get()});          // not a stream
-  SendRaw(channel.get(), {unix_stream.get()});  // not inet
-  SendRaw(channel.get(), {listener.get()});     // listening
-  SendRaw(channel.get(), {});                   // no fd
-  SendRaw(channel.get(), {server_a.get(), server_b.get()});  // two fds
+  std::vector<int> many(10, listener.get());      // past what the receiver makes room for
+  SendRaw(channel.get(), {pipe_write.get()});     // not a socket
+  SendRaw(channel.get(), {udp.get()});            // not a stream
+  SendRaw(channel.get(), {unix_listener.get()});  // not inet
+  SendRaw(channel.get(), {server_a.get()});       // a connection, not a listener
+  SendRaw(channel.get(), {});                     // no fd
+  SendRaw(channel.get(), {listener.get(), listener.get()});  // two fds
   SendRaw(channel.get(), many);                              // truncated
   ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->stats().refused == 7; }));
   EXPECT_EQ(CountEnd(EndReason::kRefused), 7u);
-  EXPECT_EQ(host_->active_connections(), 0u);
+  EXPECT_FALSE(host_->has_adopted_listener());
   for (const auto& r : records_) {
     EXPECT_NE(r.err, 0);
     EXPECT_FALSE(r.dialed);
@@ -202,27 +202,48 @@ TEST_F(HandoffTest, HostileMessagesAreRefusedClosedAndRecorded) {
   char c = 0;
   EXPECT_EQ(::read(pipe_read.get(), &c, 1), 0) << "no copy of the pipe kept by the relay";
 
-  // A good socket after all that is still served, and its blocking flag was overridden.
-  ASSERT_EQ(::fcntl(server_b.get(), F_GETFL) & O_NONBLOCK, 0);
-  SendRaw(channel.get(), {server_b.get()});
-  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->active_connections() == 1; }));
-  EXPECT_NE(::fcntl(server_b.get(), F_GETFL) & O_NONBLOCK, 0);
-  server_b.reset();
+  // A good listener after all that is adopted, its blocking flag overridden, and served.
+  ASSERT_EQ(::fcntl(listener.get(), F_SETFL, 0), 0);
+  entry_ = testing::LocalAddress(listener.get());
+  SendRaw(channel.get(), {listener.get()});
+  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->has_adopted_listener(); }));
+  EXPECT_NE(::fcntl(listener.get(), F_GETFL) & O_NONBLOCK, 0);
+  listener.reset();
   std::string got;
   RunWithLoop(*loop_, [&] {
-    ASSERT_EQ(::send(client_b.get(), "ping", 4, MSG_NOSIGNAL), 4);
-    ::shutdown(client_b.get(), SHUT_WR);
+    base::UniqueFd client = testing::ConnectTcp(entry_);
+    ASSERT_EQ(::send(client.get(), "ping", 4, MSG_NOSIGNAL), 4);
+    ::shutdown(client.get(), SHUT_WR);
     char buf[16];
     ssize_t n;
-    while ((n = ::read(client_b.get(), buf, sizeof(buf))) > 0) got.append(buf, size_t(n));
+    while ((n = ::read(client.get(), buf, sizeof(buf))) > 0) got.append(buf, size_t(n));
   });
   EXPECT_EQ(got, "ping");
+}
+
+TEST_F(HandoffTest, ASecondListenerIsRefusedAndItsConnectionsReset) {
+  TestServer upstream;
+  StartHost(upstream.address());
+  base::UniqueFd channel = testing::ConnectUnix(route_);
+  base::UniqueFd first = testing::ListenLoopback();
+  base::UniqueFd second = testing::ListenLoopback();
+  SocketAddress second_address = testing::LocalAddress(second.get());
+  base::UniqueFd queued = testing::ConnectTcp(second_address);  // waits in its backlog
+  SendRaw(channel.get(), {first.get()});
+  SendRaw(channel.get(), {second.get()});
+  second.reset();  // the relay's copy is the last one
+  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->stats().refused == 1; }));
+  ASSERT_EQ(records_.size(), 1u);
+  EXPECT_EQ(records_[0].err, EEXIST);
+  char c = 0;
+  EXPECT_EQ(::recv(queued.get(), &c, 1, 0), -1);
+  EXPECT_EQ(errno, ECONNRESET);
 }
 
 TEST_F(HandoffTest, OnlyTheFirstChannelIsTrusted) {
   TestServer upstream;
   StartHost(upstream.address());
-  StartSender();  // the supervisor's channel: the first connection
+  HandOverListener();  // the supervisor's channel: the first connection
   base::UniqueFd intruder = testing::ConnectUnix(route_);
   ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->stats().refused == 1; }));
   // The intruder's channel was closed unread: its socket never reaches the relay.
@@ -241,7 +262,7 @@ TEST_F(HandoffTest, ConnectionsAboveTheLimitAreShedAndRecorded) {
   Limits limits;
   limits.max_connections = 2;
   StartHost(upstream.address(), limits);
-  StartSender();
+  HandOverListener();
   std::vector<base::UniqueFd> clients;
   RunWithLoop(*loop_, [&] {
     for (int i = 0; i < 3; ++i) clients.push_back(testing::ConnectTcp(entry_));
@@ -251,37 +272,49 @@ TEST_F(HandoffTest, ConnectionsAboveTheLimitAreShedAndRecorded) {
   EXPECT_EQ(CountEnd(EndReason::kLimit), 1u);
 }
 
-TEST_F(HandoffTest, SenderResetsConnectionsOnceTheHostRelayIsGone) {
+TEST_F(HandoffTest, ConnectionsFailFastOnceTheHostRelayIsGone) {
   TestServer upstream;
   StartHost(upstream.address());
-  StartSender();
+  HandOverListener();
+  host_.reset();  // its listener was the last reference: the port is closed
+  base::UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  EXPECT_EQ(::connect(client.get(), entry_.get(), entry_.size()), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+}
+
+TEST_F(HandoffTest, TheChannelMayCloseOnceTheListenerIsHandedOver) {
+  TestServer upstream;
+  StartHost(upstream.address());
+  {
+    base::UniqueFd listener = testing::ListenLoopback();
+    entry_ = testing::LocalAddress(listener.get());
+    base::UniqueFd channel = testing::ConnectUnix(route_);
+    SendRaw(channel.get(), {listener.get()});
+  }  // both closed, as the supervisor does
+  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->has_adopted_listener(); }));
   (void)RunLoopUntil(
-      *loop_, [] { return false; }, 100ms);  // the host takes the channel
-  host_.reset();                             // closes the channel
-  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return !sender_->channel_open(); }));
-  std::string got = "unset";
-  RunWithLoop(*loop_, [&] {
-    base::UniqueFd client = testing::ConnectTcp(entry_);
-    char c = 0;
-    ssize_t n = ::recv(client.get(), &c, 1, 0);
-    got = n < 0 ? std::strerror(errno) : std::to_string(n);
-  });
-  EXPECT_EQ(got, std::strerror(ECONNRESET));
-  EXPECT_EQ(sender_->stats().reset, 1u);
+      *loop_, [] { return false; }, 50ms);  // the relay sees the channel's EOF
+  std::vector<std::string> received;
+  RunWithLoop(*loop_, [&] { received = RunClients(Client(), {"hello"}); });
+  ASSERT_EQ(received.size(), 1u);
+  EXPECT_EQ(received[0], "hello");
 }
 
 TEST(HandoffCheckTest, ChecksEachKind) {
-  base::UniqueFd tcp(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  base::UniqueFd listening = testing::ListenLoopback();
+  base::UniqueFd unbound(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
   base::UniqueFd seq(::socket(AF_INET, SOCK_SEQPACKET | SOCK_CLOEXEC, IPPROTO_SCTP));
   base::UniqueFd file(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  ASSERT_TRUE(tcp && file);
-  EXPECT_EQ(CheckHandedOffSocket(tcp.get()), HandoffCheck::kOk);
-  EXPECT_NE(::fcntl(tcp.get(), F_GETFL) & O_NONBLOCK, 0);
-  EXPECT_EQ(CheckHandedOffSocket(file.get()), HandoffCheck::kNotSocket);
+  ASSERT_TRUE(listening && unbound && file);
+  ASSERT_EQ(::fcntl(listening.get(), F_SETFL, 0), 0);
+  EXPECT_EQ(CheckHandedOffListener(listening.get()), HandoffCheck::kOk);
+  EXPECT_NE(::fcntl(listening.get(), F_GETFL) & O_NONBLOCK, 0);
+  EXPECT_EQ(CheckHandedOffListener(unbound.get()), HandoffCheck::kNotListening);
+  EXPECT_EQ(CheckHandedOffListener(file.get()), HandoffCheck::kNotSocket);
   if (seq) {
-    EXPECT_EQ(CheckHandedOffSocket(seq.get()), HandoffCheck::kNotStream);
+    EXPECT_EQ(CheckHandedOffListener(seq.get()), HandoffCheck::kNotStream);
   }
-  EXPECT_EQ(HandoffCheckName(HandoffCheck::kListening), "listening");
+  EXPECT_EQ(HandoffCheckName(HandoffCheck::kNotListening), "not-listening");
   EXPECT_EQ(HandoffCheckErrno(HandoffCheck::kNotInet), EAFNOSUPPORT);
 }
 

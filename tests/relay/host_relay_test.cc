@@ -34,26 +34,25 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// The supervisor's side of one route, blocking: a channel to the route socket, and
-// connections made on a loopback listener whose accepted end is handed over on it.
+// The supervisor's side of one route: a loopback listener handed over on a channel to the
+// route socket, both closed right after, as the supervisor does.
 class Handoff {
  public:
-  explicit Handoff(const std::string& route_socket)
-      : channel_(testing::ConnectUnix(route_socket)), listener_(testing::ListenLoopback()) {}
-  // The client end of a new connection whose server end the host relay now serves.
-  base::UniqueFd Connect() {
-    base::UniqueFd client = testing::ConnectTcp(testing::LocalAddress(listener_.get()));
-    base::UniqueFd server(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    int fd = server.get();
-    if (!client || !server || !SendSockets(channel_.get(), std::span<const int>(&fd, 1))) {
-      return {};
-    }
-    return client;
+  explicit Handoff(const std::string& route_socket) {
+    base::UniqueFd channel = testing::ConnectUnix(route_socket);
+    base::UniqueFd listener = testing::ListenLoopback();
+    address_ = testing::LocalAddress(listener.get());
+    int fd = listener.get();
+    sent_ = channel && SendSockets(channel.get(), std::span<const int>(&fd, 1)).ok();
+  }
+  // The client end of a new connection, which the host relay accepts and serves.
+  [[nodiscard]] base::UniqueFd Connect() const {
+    return sent_ ? testing::ConnectTcp(address_) : base::UniqueFd();
   }
 
  private:
-  base::UniqueFd channel_;
-  base::UniqueFd listener_;
+  SocketAddress address_;
+  bool sent_ = false;
 };
 
 class HostRelayTest : public ::testing::Test {
@@ -105,10 +104,10 @@ TEST_F(HostRelayTest, RelaysEachRouteToItsOwnUpstreamAndRecordsIt) {
   EXPECT_EQ(st.st_uid, ::geteuid());
 
   // The supervisor's channel to each route is its readiness probe: it dials nothing, and
-  // neither does a connection handed over and closed without a byte.
+  // neither does a connection accepted and closed without a byte.
   Handoff route0(routes[0].socket_path);
   Handoff route1(routes[1].socket_path);
-  route0.Connect();
+  (void)route0.Connect();  // closed at once, without a byte
   std::vector<std::string> ok;
   std::vector<std::string> down;
   RunWithLoop(*loop_, [&] {

@@ -211,19 +211,32 @@ EchoServer::EchoServer(const std::string& path) {
   if (pid_ != 0) return;
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   (void)::fcntl(listener->get(), F_SETFL, 0);  // blocking: this process does nothing else
-  // The first connection is the supervisor's handoff channel (relay/handoff.h); every socket
-  // it hands over is echoed until EOF, one at a time.
+  // The first connection is the supervisor's handoff channel (relay/handoff.h), which brings
+  // the route's listener; every connection accepted from it is echoed until EOF, one at a
+  // time.
   UniqueFd channel(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!channel) ::_exit(1);
-  for (;;) {
+  UniqueFd route_listener;
+  while (!route_listener) {
     pollfd pfd{channel.get(), POLLIN, 0};
     if (::poll(&pfd, 1, -1) < 0) continue;
     relay::ReceiveBatch batch;
     relay::ReceiveSockets(channel.get(), batch);
-    for (size_t i = 0; i < batch.count; ++i) {
-      if (batch.items[i].check == relay::HandoffCheck::kOk) EchoUntilEof(batch.items[i].fd.get());
+    for (size_t i = 0; i < batch.count && !route_listener; ++i) {
+      if (batch.items[i].check == relay::HandoffCheck::kOk) {
+        route_listener = std::move(batch.items[i].fd);
+      }
     }
-    if (batch.closed) ::_exit(0);
+    if (batch.closed && !route_listener) ::_exit(0);
+  }
+  (void)::fcntl(route_listener.get(), F_SETFL, 0);
+  for (;;) {
+    UniqueFd connection(::accept4(route_listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (connection) {
+      EchoUntilEof(connection.get());
+    } else if (errno != EINTR && errno != ECONNABORTED) {
+      ::_exit(0);
+    }
   }
 }
 

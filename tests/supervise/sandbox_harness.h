@@ -41,8 +41,9 @@ SandboxRun RunSupervisorInSandbox(const std::vector<std::string>& args,
                                   const SandboxOptions& options = {});
 
 // A forked process that stands in for the host relay: it listens on a Unix socket at `path`,
-// takes the first connection as the supervisor's handoff channel, and echoes every socket
-// handed over on it until EOF, one connection at a time. Killed and reaped by the destructor.
+// takes the first connection as the supervisor's handoff channel, and echoes every connection
+// accepted from the listener handed over on it until EOF, one at a time. Killed and reaped by
+// the destructor.
 class EchoServer {
  public:
   explicit EchoServer(const std::string& path);
