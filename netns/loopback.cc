@@ -15,6 +15,9 @@ namespace sbx::netns {
 namespace {
 
 constexpr int kLoopbackPrefixLen = 8;  // 127.0.0.0/8: every 127.x.y.z is local once lo is up
+// lo's index in every network namespace: the kernel registers it first and BUG()s otherwise
+// (loopback_net_init), so a new namespace needs no lookup.
+constexpr int kLoopbackIfindex = 1;
 
 bool IsPrivilegeError(int err) { return err == EPERM || err == EACCES; }
 
@@ -57,12 +60,36 @@ int AddLoopbackAddress(nl_sock* sock, int ifindex) noexcept {
   return CallWithKernelErrno(sock, [&] { return rtnl_addr_add(sock, addr.get(), NLM_F_EXCL); });
 }
 
-// RTM_NEWLINK changing only IFF_UP on `lo`. Returns 0 or an errno.
-int SetLinkUp(nl_sock* sock, rtnl_link* lo) noexcept {
+// RTM_NEWLINK changing only IFF_UP on `ifindex`. Returns 0 or an errno.
+int SetLinkUp(nl_sock* sock, int ifindex) noexcept {
+  RtnlLink lo(rtnl_link_alloc());
   RtnlLink change(rtnl_link_alloc());
-  if (!change) return ENOMEM;
+  if (!lo || !change) return ENOMEM;
+  rtnl_link_set_ifindex(lo.get(), ifindex);
   rtnl_link_set_flags(change.get(), IFF_UP);
-  return CallWithKernelErrno(sock, [&] { return rtnl_link_change(sock, lo, change.get(), 0); });
+  return CallWithKernelErrno(sock,
+                             [&] { return rtnl_link_change(sock, lo.get(), change.get(), 0); });
+}
+
+// RTM_GETLINK by name: whether lo is up already (*up), or the errno of the lookup.
+int LookUpLoopbackIsUp(nl_sock* sock, bool* up) noexcept {
+  rtnl_link* raw_lo = nullptr;
+  int err = CallWithKernelErrno(sock, [&] { return rtnl_link_get_kernel(sock, 0, "lo", &raw_lo); });
+  RtnlLink lo(raw_lo);
+  if (err == 0 && !lo) err = ENODEV;
+  if (err == 0) *up = (rtnl_link_get_flags(lo.get()) & IFF_UP) != 0;
+  return err;
+}
+
+// bwrap's rule for a step refused for lack of privilege: fine if lo is up already (someone
+// with the privilege did it). Only asked then, so the common case costs no lookup.
+std::optional<LoopbackFailure> RefusedUnlessUp(nl_sock* sock, LoopbackStep step, int err) noexcept {
+  bool up = false;
+  if (int lookup = LookUpLoopbackIsUp(sock, &up); lookup != 0) {
+    return LoopbackFailure{LoopbackStep::kLookUpLo, lookup};
+  }
+  if (up) return std::nullopt;
+  return LoopbackFailure{step, err};
 }
 
 }  // namespace
@@ -91,23 +118,13 @@ std::optional<LoopbackFailure> BringUpLoopback() noexcept {
   NlSocket sock;
   if (auto failure = OpenSocket(&sock)) return failure;
 
-  // RTM_GETLINK by name rather than a full link dump: one small request, and it tells us
-  // whether lo is already up for the privilege rule below.
-  rtnl_link* raw_lo = nullptr;
-  int err = CallWithKernelErrno(sock.get(),
-                                [&] { return rtnl_link_get_kernel(sock.get(), 0, "lo", &raw_lo); });
-  RtnlLink lo(raw_lo);
-  if (err == 0 && !lo) err = ENODEV;
-  if (err != 0) return LoopbackFailure{LoopbackStep::kLookUpLo, err};
-  const bool already_up = (rtnl_link_get_flags(lo.get()) & IFF_UP) != 0;
-
-  err = AddLoopbackAddress(sock.get(), rtnl_link_get_ifindex(lo.get()));
+  int err = AddLoopbackAddress(sock.get(), kLoopbackIfindex);
   if (err == EEXIST) err = 0;
-  if (IsPrivilegeError(err) && already_up) return std::nullopt;
+  if (IsPrivilegeError(err)) return RefusedUnlessUp(sock.get(), LoopbackStep::kNewAddr, err);
   if (err != 0) return LoopbackFailure{LoopbackStep::kNewAddr, err};
 
-  err = SetLinkUp(sock.get(), lo.get());
-  if (IsPrivilegeError(err) && already_up) return std::nullopt;
+  err = SetLinkUp(sock.get(), kLoopbackIfindex);
+  if (IsPrivilegeError(err)) return RefusedUnlessUp(sock.get(), LoopbackStep::kNewLink, err);
   if (err != 0) return LoopbackFailure{LoopbackStep::kNewLink, err};
   return std::nullopt;
 }

@@ -46,7 +46,8 @@ base::Error ToError(const LoopbackFailure& failure);
 // Adds 127.0.0.1/8 to lo and sets it up. Success (nullopt) also when the address is already
 // there (EEXIST) and, as systemd's loopback-setup does, when a request is refused with
 // EPERM/EACCES while lo is already up: an unprivileged caller in a configured namespace
-// has nothing left to do.
+// has nothing left to do. Addresses lo by its fixed index 1: two requests in the common case,
+// the RTM_GETLINK lookup only after a refusal (which then fails as "Failed to look up lo").
 [[nodiscard]] std::optional<LoopbackFailure> BringUpLoopback() noexcept;
 
 }  // namespace sbx::netns

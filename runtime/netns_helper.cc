@@ -38,7 +38,7 @@ void SendReport(int channel, NetnsHelperReport report, int ns_fd) {
 // The helper process: a forked copy of the child, in the sandbox's user namespace with
 // every capability there, so the namespace it makes belongs to that user namespace exactly
 // as if clone had made it. Being a plain fork, libnl may allocate freely.
-[[noreturn]] void HelperMain(int channel, int proc_fd) noexcept {
+[[noreturn]] void HelperMain(int channel, int proc_fd, bool new_pid_namespace) noexcept {
   // Bounded work, but nothing should outlive a child that failed meanwhile.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::unshare(CLONE_NEWNET) != 0) {
@@ -58,6 +58,12 @@ void SendReport(int channel, NetnsHelperReport report, int ns_fd) {
     ::_exit(0);
   }
   SendReport(channel, {}, ns_fd);
+  // After the report, off the child's path. The last pid handed out in the namespace
+  // becomes 1 (the child): the next is 2 again, free once this process is reaped.
+  if (new_pid_namespace) {
+    int fd = ::openat(proc_fd, "sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) (void)!::write(fd, "1", 1);
+  }
   ::_exit(0);
 }
 
@@ -71,32 +77,28 @@ bool NetnsFromHelper(const Plan& plan) {
 
 namespace child {
 
-pid_t StartNetnsHelper(int helper_end, int proc_fd) noexcept {
+pid_t StartNetnsHelper(int helper_end, int proc_fd, bool new_pid_namespace) noexcept {
   // A plain fork: the helper unshares a namespace of its own and uses libnl, neither of
   // which may share this process's memory. It is reaped in JoinHelperNetns.
   base::Clone3Args args;
   args.exit_signal = SIGCHLD;
   pid_t pid = base::Clone3(&args);
   if (pid < 0 && errno == ENOSYS) pid = static_cast<pid_t>(::fork());
-  if (pid == 0) HelperMain(helper_end, proc_fd);
+  if (pid == 0) HelperMain(helper_end, proc_fd, new_pid_namespace);
   return pid;
 }
 
-// Reaps the helper; it exits right after its report, so this waits microseconds.
-void ReapHelper(pid_t helper_pid) noexcept {
+void ReapNetnsHelper(pid_t helper_pid) noexcept {
   while (::waitpid(helper_pid, nullptr, 0) < 0 && errno == EINTR) {
   }
 }
 
-StepResult JoinHelperNetns(int channel, pid_t helper_pid, Phase* phase) noexcept {
+StepResult JoinHelperNetns(int channel, Phase* phase) noexcept {
   NetnsHelperReport report;
   base::SocketMessage<int> message(&report, sizeof(report));
   *phase = Phase::kCreateNetns;
   ssize_t n = message.Receive(channel, MSG_CMSG_CLOEXEC);
   if (n < 0) return {errno, Stage::kNone};
-  // It has reported or died: either way it is done, and must not linger as a child of
-  // the command (which it would be under --as-pid-1).
-  ReapHelper(helper_pid);
   // The helper died without a report (killed): no namespace to join.
   if (n != static_cast<ssize_t>(sizeof(report))) return {ECHILD, Stage::kNone};
   if (report.phase != 0) {
@@ -109,14 +111,6 @@ StepResult JoinHelperNetns(int channel, pid_t helper_pid, Phase* phase) noexcept
   ::close(ns_fd);
   ::close(channel);
   return {err, Stage::kNone};
-}
-
-void RewindPidCounter(int proc_fd) noexcept {
-  int fd = ::openat(proc_fd, "sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  // The last pid handed out is 1 (this process): the next one is 2 again.
-  (void)!::write(fd, "1", 1);
-  ::close(fd);
 }
 
 }  // namespace child

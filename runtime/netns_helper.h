@@ -43,21 +43,23 @@ namespace child {
 // of a SOCK_SEQPACKET pair whose other end the child keeps; the child closes `helper_end`
 // once this returns, so a helper that dies unreported reads as EOF. `proc_fd` is an O_PATH
 // fd of the host's /proc, which the helper resolves its own namespace through (the child
-// may pivot meanwhile, and the helper shares its mount namespace). Returns the helper's
+// may pivot meanwhile, and the helper shares its mount namespace). `new_pid_namespace`:
+// the child is pid 1 of a new pid namespace, where the helper takes pid 2; pids are handed
+// out cyclically, so the command would be pid 3 where bwrap's is 2. The helper then rewinds
+// the namespace's counter (ns_last_pid, resolved for the writer's own pid namespace) after
+// its report, and the command gets pid 2 once the helper is reaped. Best effort: without
+// checkpoint/restore support in the kernel the command is only pid 3. Returns the helper's
 // pid, or -1 with errno set.
-pid_t StartNetnsHelper(int helper_end, int proc_fd) noexcept;
+pid_t StartNetnsHelper(int helper_end, int proc_fd, bool new_pid_namespace) noexcept;
 
-// Child side, after the pivot: waits for the helper's report on `channel`, joins the
-// namespace and reaps the helper (`helper_pid`). On failure returns the step that failed
-// (*phase) and its result.
-StepResult JoinHelperNetns(int channel, pid_t helper_pid, Phase* phase) noexcept;
+// Child side, after the pivot: waits for the helper's report on `channel` and joins the
+// namespace. On failure returns the step that failed (*phase) and its result.
+StepResult JoinHelperNetns(int channel, Phase* phase) noexcept;
 
-// Child side, after JoinHelperNetns, when the child is pid 1 of a new pid namespace: the
-// reaped helper had pid 2 there, and pids are handed out cyclically, so the command would
-// be pid 3 where bwrap's is 2. Rewinds the namespace's counter (ns_last_pid, which the
-// kernel resolves for the writer's own pid namespace) through `proc_fd`. Best effort: a
-// kernel without checkpoint/restore support only makes the command's pid 3.
-void RewindPidCounter(int proc_fd) noexcept;
+// Child side, before the command is spawned (and so before the next pid is handed out):
+// reaps the helper, which has exited or is about to, right after its report. Late on
+// purpose: its exit overlaps with the child's work after JoinHelperNetns.
+void ReapNetnsHelper(pid_t helper_pid) noexcept;
 
 }  // namespace child
 }  // namespace sbx::runtime

@@ -161,7 +161,8 @@ void ChildMain(const ChildLaunch& launch) noexcept {
     // First, so that the namespace is made while everything below runs; it never goes
     // together with the steps that wait for the monitor or change this process's pid
     // (NetnsFromHelper).
-    netns_helper = StartNetnsHelper(launch.netns_helper_end, proc_fd);
+    netns_helper =
+        StartNetnsHelper(launch.netns_helper_end, proc_fd, (plan.clone_flags & CLONE_NEWPID) != 0);
     Check(launch, Phase::kCreateNetns, netns_helper < 0 ? errno : 0);
     ::close(launch.netns_helper_end);
   }
@@ -205,9 +206,8 @@ void ChildMain(const ChildLaunch& launch) noexcept {
     // The helper made the namespace (and lo) while the mounts were built. Joined while
     // this process still has every capability in its user namespace, before a nested one.
     Phase phase = Phase::kCreateNetns;
-    StepResult r = JoinHelperNetns(launch.netns_channel, netns_helper, &phase);
+    StepResult r = JoinHelperNetns(launch.netns_channel, &phase);
     if (r.failed()) Fail(launch, static_cast<uint32_t>(phase), r);
-    if ((plan.clone_flags & CLONE_NEWPID) != 0) RewindPidCounter(proc_fd);
   }
   if (plan.joined.userns2_fd) {
     // setns() gives full capabilities in --userns2; bwrap does not trim the bounding set
@@ -224,6 +224,9 @@ void ChildMain(const ChildLaunch& launch) noexcept {
     Check(launch, Phase::kAssertUsernsDisabled, ::unshare(CLONE_NEWUSER) == 0 ? EEXIST : 0);
   }
   ::close(proc_fd);
+  // Before the command takes the next pid, and so that the helper never lingers as a child
+  // of the command (which it would be under --as-pid-1).
+  if (netns_helper > 0) ReapNetnsHelper(netns_helper);
   RunCommandPhases(launch);
 }
 
