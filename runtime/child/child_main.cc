@@ -194,8 +194,12 @@ void ChildMain(const ChildLaunch& launch) noexcept {
           WriteIdMaps(proc_fd, plan.userns->uid, plan.userns->gid,
                       /*deny_setgroups=*/true));
   }
-  // A new user namespace starts with a full bounding set.
-  Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));
+  // A new user namespace starts with a full bounding set. A nested one, entered below,
+  // starts with a full set again and is trimmed there: trimming this one too would only
+  // cost a system call per capability.
+  if (!(plan.userns && plan.userns->second_uid)) {
+    Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));
+  }
   // Without a helper the clone made the network namespace: lo is ours to bring up.
   if (plan.configure_loopback && launch.netns_channel < 0) {
     Check(launch, Phase::kLoopback, ConfigureLoopback());
