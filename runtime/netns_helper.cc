@@ -79,7 +79,7 @@ namespace child {
 
 pid_t StartNetnsHelper(int helper_end, int proc_fd, bool new_pid_namespace) noexcept {
   // A plain fork: the helper unshares a namespace of its own and uses libnl, neither of
-  // which may share this process's memory. It is reaped in JoinHelperNetns.
+  // which may share this process's memory. It is reaped in ReapNetnsHelper.
   base::Clone3Args args;
   args.exit_signal = SIGCHLD;
   pid_t pid = base::Clone3(&args);
