@@ -140,6 +140,33 @@ void BuildFilesystem(const ChildLaunch& launch) {
   Check(launch, Phase::kPivotRoot, PivotIntoNewRoot(ctx));
 }
 
+// After the pivot: the network namespace from the helper, then the user namespaces that
+// end this process's capabilities over everything set up so far.
+void EnterLateNamespaces(const ChildLaunch& launch, int proc_fd) {
+  const Plan& plan = *launch.plan;
+  if (launch.netns_channel >= 0) {
+    // The helper made the namespace (and lo) while the mounts were built. Joined while
+    // this process still has every capability in its user namespace, before a nested one.
+    Phase phase = Phase::kCreateNetns;
+    StepResult r = JoinHelperNetns(launch.netns_channel, &phase);
+    if (r.failed()) Fail(launch, static_cast<uint32_t>(phase), r);
+  }
+  if (plan.joined.userns2_fd) {
+    // setns() gives full capabilities in --userns2; bwrap does not trim the bounding set
+    // again here, the capability phase sets the rest.
+    Check(launch, Phase::kJoinUserns2,
+          ::setns(*plan.joined.userns2_fd, CLONE_NEWUSER) == 0 ? 0 : errno);
+  }
+  if (plan.userns && plan.userns->second_uid) {
+    Check(launch, Phase::kSecondUserns, EnterSecondUserNamespace(plan, proc_fd));
+  }
+  if (plan.assert_userns_disabled) {
+    // Must fail: --disable-userns limited the namespaces, or --assert-userns-disabled
+    // says the caller did.
+    Check(launch, Phase::kAssertUsernsDisabled, ::unshare(CLONE_NEWUSER) == 0 ? EEXIST : 0);
+  }
+}
+
 }  // namespace
 
 // After clone nothing can catch: if a library call (libnl, libcap) threw, terminate()
@@ -206,27 +233,7 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   }
   ::umask(0);
   BuildFilesystem(launch);
-  if (launch.netns_channel >= 0) {
-    // The helper made the namespace (and lo) while the mounts were built. Joined while
-    // this process still has every capability in its user namespace, before a nested one.
-    Phase phase = Phase::kCreateNetns;
-    StepResult r = JoinHelperNetns(launch.netns_channel, &phase);
-    if (r.failed()) Fail(launch, static_cast<uint32_t>(phase), r);
-  }
-  if (plan.joined.userns2_fd) {
-    // setns() gives full capabilities in --userns2; bwrap does not trim the bounding set
-    // again here, the capability phase sets the rest.
-    Check(launch, Phase::kJoinUserns2,
-          ::setns(*plan.joined.userns2_fd, CLONE_NEWUSER) == 0 ? 0 : errno);
-  }
-  if (plan.userns && plan.userns->second_uid) {
-    Check(launch, Phase::kSecondUserns, EnterSecondUserNamespace(plan, proc_fd));
-  }
-  if (plan.assert_userns_disabled) {
-    // Must fail: --disable-userns limited the namespaces, or --assert-userns-disabled
-    // says the caller did.
-    Check(launch, Phase::kAssertUsernsDisabled, ::unshare(CLONE_NEWUSER) == 0 ? EEXIST : 0);
-  }
+  EnterLateNamespaces(launch, proc_fd);
   ::close(proc_fd);
   // Before the command takes the next pid, and so that the helper never lingers as a child
   // of the command (which it would be under --as-pid-1).
