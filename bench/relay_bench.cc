@@ -32,7 +32,6 @@
 #include <functional>
 #include <optional>
 #include <set>
-#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -194,8 +193,7 @@ int RunTunnel(const std::string& dir, uint16_t server_port, int ready_fd, int st
   // relay then accepts from it itself, as in the product.
   auto channel = target->Connect(std::chrono::seconds(5));
   if (!channel) return 4;
-  const int listener_fd = listener->get();
-  if (!SendSockets(channel->get(), std::span<const int>(&listener_fd, 1))) return 4;
+  if (!SendSocket(channel->get(), listener->get())) return 4;
   listener->reset();
   channel->reset();
   if (!(*loop)->WatchCallback(stop_fd, EPOLLIN, [&](uint32_t) { (*loop)->Stop(); })) return 5;

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/base/socket_message.h"
+
 namespace sbx::relay {
 namespace {
 
@@ -45,32 +47,14 @@ size_t TakeFds(msghdr& msg, base::UniqueFd& first) {
 
 }  // namespace
 
-base::Result<size_t> SendSockets(int channel, std::span<const int> fds) {
-  size_t n = std::min(fds.size(), kHandoffBatch);
-  if (n == 0) return size_t{0};
-  std::array<mmsghdr, kHandoffBatch> msgs{};
-  std::array<ControlBuffer<1>, kHandoffBatch> controls{};
-  std::array<iovec, kHandoffBatch> iovs{};
+base::Status SendSocket(int channel, int fd) {
   char byte = kHandoffByte;
-  for (size_t i = 0; i < n; ++i) {
-    iovs[i] = {&byte, 1};
-    msghdr& m = msgs[i].msg_hdr;
-    m.msg_iov = &iovs[i];
-    m.msg_iovlen = 1;
-    m.msg_control = controls[i].bytes;
-    m.msg_controllen = sizeof(controls[i].bytes);
-    cmsghdr* c = CMSG_FIRSTHDR(&m);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fds[i], sizeof(int));
+  base::SocketMessage<int> message(&byte, 1);
+  message.Attach(SOL_SOCKET, SCM_RIGHTS, fd);
+  if (message.Send(channel, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
+    return base::ErrnoError("Can't hand over a socket");
   }
-  int sent;
-  do {
-    sent = ::sendmmsg(channel, msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT | MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  if (sent <= 0) return base::ErrnoError("Can't hand over a socket");
-  return static_cast<size_t>(sent);
+  return {};
 }
 
 std::string_view HandoffCheckName(HandoffCheck check) {

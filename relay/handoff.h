@@ -10,7 +10,7 @@
 // fd in an SCM_RIGHTS control message; the supervisor sends one, its route's listener. The
 // route is the socket the channel connected to, never anything in the message.
 //
-// Sender: the supervisor (SendSockets). Receiver: the host relay (ReceiveSockets), which
+// Sender: the supervisor (SendSocket). Receiver: the host relay (ReceiveSockets), which
 // treats every fd as hostile: a message that does not carry exactly one fd of a listening TCP
 // socket is refused and every fd it carried is closed.
 // Both sides: any single thread; the functions never block (MSG_DONTWAIT).
@@ -18,7 +18,6 @@
 
 #include <array>
 #include <cstddef>
-#include <span>
 #include <string_view>
 
 #include "runtime/base/error.h"
@@ -27,15 +26,13 @@
 namespace sbx::relay {
 
 inline constexpr char kHandoffByte = 'H';
-// Messages per sendmmsg/recvmmsg call.
+// Messages per recvmmsg call.
 inline constexpr size_t kHandoffBatch = 32;
 
-// Sends each fd of `fds` as one message, in order, with one sendmmsg call. Returns how many
-// were sent: a prefix of `fds`, at least one. The caller still owns every fd and closes the
-// sent ones (the receiver has its own reference). When none could be sent the error says
-// why: EAGAIN (the channel is full), ETOOMANYREFS (too many fds in flight for our
-// RLIMIT_NOFILE), EPIPE/ECONNRESET (the receiver is gone).
-base::Result<size_t> SendSockets(int channel, std::span<const int> fds);
+// Sends `fd` as one message: kHandoffByte with `fd` in SCM_RIGHTS. The caller still owns `fd`
+// and closes it (the receiver has its own reference). Errors: EAGAIN (the channel is full),
+// EPIPE/ECONNRESET (the receiver is gone).
+base::Status SendSocket(int channel, int fd);
 
 // Why a received message was refused (kOk: accepted).
 enum class HandoffCheck {

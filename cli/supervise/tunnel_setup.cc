@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,9 +88,8 @@ Status HandOverRouteListeners(const SuperviseConfig& config) {
   for (size_t i = 0; i < config.routes.size(); ++i) {
     auto channel = config.routes[i].target.Connect(config.probe_timeout);
     if (!channel) return ForRoute(config.routes[i], channel.error());
-    const int listener = listeners[i].get();
     // The channel is empty and the message one byte: this cannot find the buffer full.
-    auto sent = relay::SendSockets(channel->get(), std::span<const int>(&listener, 1));
+    auto sent = relay::SendSocket(channel->get(), listeners[i].get());
     if (!sent) return ForRoute(config.routes[i], sent.error());
     // Ours closes here: the relay's is then the only reference, so nobody can change the
     // listener's flags under it, and if the relay goes, the agent's connects are refused.

@@ -11,7 +11,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <span>
 
 #include "relay/relay.h"
 #include "tests/relay/relay_test_util.h"
@@ -80,8 +79,7 @@ class HandoffTest : public ::testing::Test {
     entry_ = testing::LocalAddress(listener.get());
     auto channel = Endpoint::Unix(route_)->Connect(1s);
     ASSERT_TRUE(channel) << channel.error().Render();
-    const int fd = listener.get();
-    auto sent = SendSockets(channel->get(), std::span<const int>(&fd, 1));
+    auto sent = SendSocket(channel->get(), listener.get());
     ASSERT_TRUE(sent) << sent.error().Render();
     ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->has_adopted_listener(); }));
   }

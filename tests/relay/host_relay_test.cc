@@ -42,8 +42,7 @@ class Handoff {
     base::UniqueFd channel = testing::ConnectUnix(route_socket);
     base::UniqueFd listener = testing::ListenLoopback();
     address_ = testing::LocalAddress(listener.get());
-    int fd = listener.get();
-    sent_ = channel && SendSockets(channel.get(), std::span<const int>(&fd, 1)).ok();
+    sent_ = channel && SendSocket(channel.get(), listener.get()).ok();
   }
   // The client end of a new connection, which the host relay accepts and serves.
   [[nodiscard]] base::UniqueFd Connect() const {
