@@ -13,8 +13,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -198,32 +196,6 @@ base::Result<std::optional<NamespaceIds>> ReadIdsToPublish(const Plan& plan, pid
   return std::optional<NamespaceIds>(std::move(*ids));
 }
 
-int WriteAll(int fd, const std::string& text) {
-  for (size_t off = 0; off < text.size();) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    off += static_cast<size_t>(n);
-  }
-  return 0;
-}
-
-// Writes and closes --info-fd and writes the first --json-status-fd line.
-base::Status PublishIds(const Plan& plan, const NamespaceIds& ids) {
-  if (plan.info_fd) {
-    if (int err = WriteAll(*plan.info_fd, RenderInfoJson(ids))) {
-      return Error(err, "Write to info_fd");
-    }
-    ::close(*plan.info_fd);
-  }
-  if (plan.json_status_fd) {
-    if (int err = WriteAll(*plan.json_status_fd, RenderStatusLine(ids))) {
-      return Error(err, "Write to json_status_fd");
-    }
-  }
-  return {};
-}
-
 // The monitor's part between clone and releasing the child, in bwrap's order: maps
 // written from outside, namespace ids, --userns2, the --info-fd/--json-status-fd
 // documents, --userns-block-fd.
@@ -237,7 +209,7 @@ base::Status PrepareRelease(const Plan& plan, pid_t pid) {
     return base::ErrnoError("Setting userns2 failed");
   }
   if (*ids) {
-    if (auto st = PublishIds(plan, **ids); !st) return st.error();
+    if (auto st = PublishNamespaceIds(plan, **ids); !st) return st.error();
   }
   if (plan.userns_block_fd) {
     char byte;

@@ -68,18 +68,15 @@ std::string RenderExitCodeLine(int exit_code) {
   return fmt::format("{{ \"exit-code\": {} }}\n", exit_code);
 }
 
-base::Status PublishNamespaceInfo(const Plan& plan, pid_t pid) {
-  if (!plan.info_fd && !plan.json_status_fd) return {};
-  auto ids = ReadNamespaceIds(plan, pid);
-  if (!ids) return ids.error();
+base::Status PublishNamespaceIds(const Plan& plan, const NamespaceIds& ids) {
   if (plan.info_fd) {
-    if (int err = WriteAll(*plan.info_fd, RenderInfoJson(*ids))) {
+    if (int err = WriteAll(*plan.info_fd, RenderInfoJson(ids))) {
       return base::Error(err, "Write to info_fd");
     }
     ::close(*plan.info_fd);
   }
   if (plan.json_status_fd) {
-    if (int err = WriteAll(*plan.json_status_fd, RenderStatusLine(*ids))) {
+    if (int err = WriteAll(*plan.json_status_fd, RenderStatusLine(ids))) {
       return base::Error(err, "Write to json_status_fd");
     }
   }

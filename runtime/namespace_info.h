@@ -26,7 +26,7 @@ std::string RenderStatusLine(const NamespaceIds& ids);
 std::string RenderExitCodeLine(int exit_code);
 
 // Writes and closes --info-fd, and writes the first --json-status-fd line.
-base::Status PublishNamespaceInfo(const Plan& plan, pid_t pid);
+base::Status PublishNamespaceIds(const Plan& plan, const NamespaceIds& ids);
 // Writes the exit-code line to --json-status-fd and closes it.
 void PublishExitCode(const Plan& plan, int exit_code);
 
