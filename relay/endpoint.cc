@@ -107,12 +107,6 @@ Result<UniqueFd> Endpoint::ConnectNonBlocking() const {
   return fd;
 }
 
-base::Status Endpoint::Probe(std::chrono::milliseconds timeout) const {
-  auto fd = Connect(timeout);
-  if (!fd) return fd.error();
-  return {};  // closing `fd` without a byte sent ends the probe
-}
-
 base::Result<base::UniqueFd> Endpoint::Connect(std::chrono::milliseconds timeout) const {
   auto fd = ConnectNonBlocking();
   if (!fd) return fd.error();

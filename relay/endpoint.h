@@ -60,11 +60,6 @@ class Endpoint {
   // non-blocking. This is how the supervisor opens its handoff channel to a route socket.
   [[nodiscard]] base::Result<base::UniqueFd> Connect(std::chrono::milliseconds timeout) const;
 
-  // Connects and closes without sending a byte, waiting up to `timeout`. This is the readiness
-  // probe the supervisor runs against each route socket: the host relay dials its upstream only
-  // once a byte arrives, so a probe costs no upstream connection.
-  [[nodiscard]] base::Status Probe(std::chrono::milliseconds timeout) const;
-
  private:
   explicit Endpoint(SocketAddress address) : where_(address) {}
   explicit Endpoint(std::string path) : where_(std::move(path)) {}

@@ -164,7 +164,7 @@ TEST_F(RelayTest, TwoHundredConcurrentConnections) {
 TEST_F(RelayTest, ProbeCostsNoUpstreamConnectionAndNoRecord) {
   TestServer upstream;
   auto host = MakeUnixRelay(Endpoint::Tcp(upstream.address()));
-  ASSERT_TRUE(Endpoint::Unix(unix_path_)->Probe(1s));
+  ASSERT_TRUE(Endpoint::Unix(unix_path_)->Connect(1s));  // closed at once, without a byte
   ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host->stats().undialed == 1; }));
   EXPECT_EQ(host->active_connections(), 0u);
   EXPECT_EQ(upstream.accepted(), 0);
