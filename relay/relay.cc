@@ -61,18 +61,12 @@ Relay::~Relay() {
   connections_.clear();  // safe here: the contract keeps us out of the loop's callbacks
 }
 
-void Relay::OnIoEvents(uint32_t /*events*/) {
-  if (options_.handoff) {
-    AcceptChannels();
-  } else {
-    AcceptBatch();
-  }
-}
+void Relay::OnIoEvents(uint32_t /*events*/) { AcceptFrom(listener_.get(), options_.handoff); }
 
-void Relay::AcceptBatch() {
+void Relay::AcceptFrom(int fd, bool channels) {
   for (int i = 0; i < kAcceptBatch; ++i) {
-    base::UniqueFd fd(::accept4(accept_fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd) {
+    base::UniqueFd accepted(::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!accepted) {
       switch (errno) {
         case EAGAIN:
           return;
@@ -84,41 +78,33 @@ void Relay::AcceptBatch() {
         case ENFILE:
         case ENOBUFS:
         case ENOMEM:
-          OnOutOfFds(/*channels=*/false);
+          OnOutOfFds(fd, channels);
           return;
         default:
           PauseAccepting();  // a level-triggered listener would otherwise spin on the error
           return;
       }
     }
-    Take(std::move(fd));
+    if (channels) {
+      TakeChannel(std::move(accepted));
+    } else {
+      Take(std::move(accepted));
+    }
   }
 }
 
-void Relay::AcceptChannels() {
-  for (int i = 0; i < kAcceptBatch; ++i) {
-    base::UniqueFd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        OnOutOfFds(/*channels=*/true);
-      } else if (errno != EAGAIN) {
-        PauseAccepting();
-      }
-      return;
-    }
-    if (channel_taken_) {
-      Refuse(EPERM);  // not the supervisor's: it connected before anything else could
-      continue;
-    }
-    channel_taken_ = true;
-    int raw = fd.get();
-    channel_ = std::move(fd);
-    // Level-triggered: a batch left in the channel fires again on the next iteration, so
-    // other routes and connections get their turn in between.
-    if (!loop_->WatchCallback(raw, EPOLLIN | EPOLLRDHUP, [this](uint32_t) { ReceiveHandoffs(); })) {
-      channel_.reset();
-    }
+void Relay::TakeChannel(base::UniqueFd fd) {
+  if (channel_taken_) {
+    Refuse(EPERM);  // not the supervisor's: it connected before anything else could
+    return;
+  }
+  channel_taken_ = true;
+  int raw = fd.get();
+  channel_ = std::move(fd);
+  // Level-triggered: a batch left in the channel fires again on the next iteration, so
+  // other routes and connections get their turn in between.
+  if (!loop_->WatchCallback(raw, EPOLLIN | EPOLLRDHUP, [this](uint32_t) { ReceiveHandoffs(); })) {
+    channel_.reset();
   }
 }
 
@@ -194,16 +180,15 @@ void Relay::Shed(base::UniqueFd fd) {
   Report(record);
 }
 
-void Relay::OnOutOfFds(bool channels) {
+void Relay::OnOutOfFds(int fd, bool channels) {
   // Without a free fd accept fails and the connection stays queued; the level-triggered
   // listener would report it again at once. Free the reserve, take the waiting connections
   // one by one and close them, then take the reserve back.
   if (reserve_fd_) {
     reserve_fd_.reset();
-    int fd_to_drain = channels ? listener_.get() : accept_fd();
     for (;;) {
-      base::UniqueFd fd(::accept4(fd_to_drain, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-      if (!fd) break;
+      base::UniqueFd waiting(::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (!waiting) break;
       if (channels) {
         // A channel dropped here may have been the supervisor's: then no later one is
         // trusted either, and the route has no listener (fail closed: connections are reset).
@@ -212,7 +197,7 @@ void Relay::OnOutOfFds(bool channels) {
         continue;
       }
       ++stats_.accepted;
-      Shed(std::move(fd));
+      Shed(std::move(waiting));
     }
     reserve_fd_ = DupReserve(listener_.get());
   }

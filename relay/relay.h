@@ -79,11 +79,13 @@ class Relay final : public IoHandler, private ConnectionOwner {
   void OnIoEvents(uint32_t events) override;  // the listener is readable
 
  private:
-  // Handoff mode: the adopted TCP listener's registration, forwarding to AcceptBatch.
+  // Handoff mode: the adopted TCP listener's registration, forwarding to AcceptFrom.
   class AdoptedWatch final : public IoHandler {
    public:
     explicit AdoptedWatch(Relay* relay) : relay_(relay) {}
-    void OnIoEvents(uint32_t /*events*/) override { relay_->AcceptBatch(); }
+    void OnIoEvents(uint32_t /*events*/) override {
+      relay_->AcceptFrom(relay_->adopted_.get(), /*channels=*/false);
+    }
 
    private:
     Relay* relay_;
@@ -91,14 +93,11 @@ class Relay final : public IoHandler, private ConnectionOwner {
 
   Relay(EventLoop* loop, base::UniqueFd listener, RelayOptions options, bool tcp_listener);
 
-  // The socket connections are accepted from: the listener, or in handoff mode the adopted
-  // TCP listener (-1 until it arrives).
-  [[nodiscard]] int accept_fd() const {
-    return options_.handoff ? adopted_.get() : listener_.get();
-  }
-  void AcceptBatch();
+  // Accepts a batch from the listening socket `fd`: connections to serve, or (`channels`,
+  // handoff mode's route socket) handoff channels.
+  void AcceptFrom(int fd, bool channels);
   // Handoff mode: takes the channel (the first connection), refuses any later one.
-  void AcceptChannels();
+  void TakeChannel(base::UniqueFd fd);
   void ReceiveHandoffs();
   void Adopt(base::UniqueFd listener);
   void CloseChannel();
@@ -107,8 +106,8 @@ class Relay final : public IoHandler, private ConnectionOwner {
   void Take(base::UniqueFd fd);
   void Admit(base::UniqueFd fd);
   void Shed(base::UniqueFd fd);
-  // Out of fds while accepting channels (`channels`) or connections.
-  void OnOutOfFds(bool channels);
+  // Out of fds while accepting from `fd`, channels (`channels`) or connections.
+  void OnOutOfFds(int fd, bool channels);
   // Stops watching every listening socket for a moment.
   void PauseAccepting();
   [[nodiscard]] bool WatchListeners();
