@@ -238,17 +238,22 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
     case Phase::kJoinUserns2:
       return WithErrno("Setting userns2 failed", f.err);
     case Phase::kCreateNetns:
-      // The text clone3 failing on CLONE_NEWNET gets (runtime/launcher.cc).
-      if (f.err == ENOSPC) {
-        return "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
-               "exceeded (ENOSPC)";
-      }
-      return WithErrno("Creating new namespace failed", f.err);
+      // The text clone3 failing on CLONE_NEWNET gets.
+      return NamespaceCreationError(f.err).Render();
   }
   return WithErrno(fmt::format("setup step {:#x} failed", f.step), f.err);
 }
 
 }  // namespace
+
+base::Error NamespaceCreationError(int err) {
+  if (err == ENOSPC) {
+    return base::Error::Message(
+        "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
+        "exceeded (ENOSPC)");
+  }
+  return {err, "Creating new namespace failed"};
+}
 
 std::string RenderFailure(const Plan& plan, const SetupFailure& failure, const std::string& text) {
   if (failure.step < plan.ops.size()) {

@@ -74,12 +74,7 @@ Error CloneError(int err, const Plan& plan) {
         "non-privileged user namespaces. On e.g. debian this can be enabled with 'sysctl "
         "kernel.unprivileged_userns_clone=1'.");
   }
-  if (err == ENOSPC) {
-    return Error::Message(
-        "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
-        "exceeded (ENOSPC)");
-  }
-  return {err, "Creating new namespace failed"};
+  return NamespaceCreationError(err);
 }
 
 // clone3 with fork semantics and a pidfd; plain clone + pidfd_open only where the kernel
