@@ -19,10 +19,6 @@
 namespace sbx::runtime {
 namespace {
 
-NetnsHelperReport Failed(Phase phase, int err, uint32_t detail = 0) {
-  return {static_cast<uint32_t>(phase), detail, err};
-}
-
 // Sends the report, with `ns_fd` attached when it is valid. MSG_NOSIGNAL: a child that
 // died meanwhile must not turn into a SIGPIPE here.
 void SendReport(int channel, NetnsHelperReport report, int ns_fd) {
@@ -35,28 +31,27 @@ void SendReport(int channel, NetnsHelperReport report, int ns_fd) {
   (void)message.Send(channel, MSG_NOSIGNAL);
 }
 
+// Reports the step that failed and ends the helper; the child fails with that step.
+[[noreturn]] void FailHelper(int channel, Phase phase, int err, uint32_t detail = 0) {
+  SendReport(channel, {static_cast<uint32_t>(phase), detail, err}, -1);
+  ::_exit(0);
+}
+
 // The helper process: a forked copy of the child, in the sandbox's user namespace with
 // every capability there, so the namespace it makes belongs to that user namespace exactly
 // as if clone had made it. Being a plain fork, libnl may allocate freely.
 [[noreturn]] void HelperMain(int channel, int proc_fd, bool new_pid_namespace) noexcept {
   // Bounded work, but nothing should outlive a child that failed meanwhile.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::unshare(CLONE_NEWNET) != 0) {
-    SendReport(channel, Failed(Phase::kCreateNetns, errno), -1);
-    ::_exit(0);
-  }
+  if (::unshare(CLONE_NEWNET) != 0) FailHelper(channel, Phase::kCreateNetns, errno);
   if (StepResult r = child::ConfigureLoopback(); r.failed()) {
-    SendReport(channel, Failed(Phase::kLoopback, r.err, r.detail), -1);
-    ::_exit(0);
+    FailHelper(channel, Phase::kLoopback, r.err, r.detail);
   }
   // Through the host's /proc, relative to its fd: the child may be pivoting meanwhile,
   // which moves this process's root too. thread-self resolves in that procfs's pid
   // namespace, where this process has a pid.
   int ns_fd = ::openat(proc_fd, "thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (ns_fd < 0) {
-    SendReport(channel, Failed(Phase::kCreateNetns, errno), -1);
-    ::_exit(0);
-  }
+  if (ns_fd < 0) FailHelper(channel, Phase::kCreateNetns, errno);
   SendReport(channel, {}, ns_fd);
   // After the report, off the child's path. The last pid handed out in the namespace
   // becomes 1 (the child): the next is 2 again, free once this process is reaped.
