@@ -339,8 +339,8 @@ Stop BwrapWalker::OnHostname(const Option& option, Words words) {
 Stop BwrapWalker::OnCap(const Option& option, Words words) {
   base::Result<std::optional<int>> cap = ParseBwrapCap(words[0]);
   if (!cap) return Fail(cap.error().Render());
-  using Kind = runtime::CapChange::Kind;
-  spec_.cap_changes.push_back(runtime::CapChange{
+  using Kind = security::CapChange::Kind;
+  spec_.cap_changes.push_back(security::CapChange{
       .kind = option.name == "--cap-add" ? Kind::kAdd : Kind::kDrop, .cap = *cap});
   return Stop::kNone;
 }

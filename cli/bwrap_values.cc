@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "runtime/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::cli::internal {
 namespace {

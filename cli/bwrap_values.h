@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 
 namespace sbx::cli::internal {
 

@@ -14,7 +14,7 @@
 #include "cli/bwrap_command.h"
 #include "cli/doctor/doctor_command.h"
 #include "cli/run_command.h"
-#include "cli/supervise/supervise_command.h"
+#include "supervise/supervise_command.h"
 
 namespace {
 
@@ -65,7 +65,7 @@ int Main(int argc, char** argv) {
   if (args[0] == "run")
     return sbx::cli::RunRunCommand(std::span<const std::string>(args).subspan(1));
   if (args[0] == "supervise") {
-    return sbx::cli::RunSuperviseCommand(std::span<const std::string>(args).subspan(1));
+    return sbx::supervise::RunSuperviseCommand(std::span<const std::string>(args).subspan(1));
   }
   if (args[0] == "doctor") {
     return sbx::cli::RunDoctorCommand(std::span<const std::string>(args).subspan(1));

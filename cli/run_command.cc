@@ -11,14 +11,14 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include "runtime/dispatch/dispatch.h"
+#include "dispatch/dispatch.h"
 
 namespace sbx::cli {
 namespace {
 
-using runtime::AgentPreset;
-using runtime::DispatchBackend;
-using runtime::DispatchRequest;
+using dispatch::AgentPreset;
+using dispatch::DispatchBackend;
+using dispatch::DispatchRequest;
 
 void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
@@ -57,7 +57,7 @@ std::string SelfExe() {
 
 int Fail(const std::string& message) {
   fmt::print(stderr, "ateam-sandbox run: {}\n", message);
-  return runtime::kRuntimeFailureExit;
+  return dispatch::kRuntimeFailureExit;
 }
 
 }  // namespace
@@ -89,11 +89,11 @@ int RunRunCommand(std::span<const std::string> args) {
                                         : AgentPreset::kNone;
   request.backend = backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
   std::fflush(stdout);
-  runtime::DispatchResult result = runtime::RunDispatch(request, SelfExe());
+  dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
   if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);
   if (request.status_json && result.reason != "dry-run") {
     std::ofstream out(*request.status_json, std::ios::trunc);
-    out << runtime::RenderStatusJson(result);
+    out << dispatch::RenderStatusJson(result);
     if (!out) fmt::print(stderr, "ateam-sandbox run: can't write {}\n", *request.status_json);
   }
   return result.exit_code;

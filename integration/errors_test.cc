@@ -107,7 +107,7 @@ TEST_F(ErrorsTest, ArgsInsideArgsData) {
       "5",
       8);
   ASSERT_EQ(write(pipe.write_end.get(), data.data(), data.size()), 8);
-  pipe.write_end.Reset();
+  pipe.write_end.reset();
   RunOptions run;
   run.pass_fds = {{6, pipe.read_end.get()}};
   RunResult r = RunProbe({"--args", "6"}, {"exit", "0"}, run);

@@ -104,16 +104,6 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
 
 }  // namespace
 
-Fd& Fd::operator=(Fd&& other) noexcept {
-  Reset(other.Release());
-  return *this;
-}
-
-void Fd::Reset(int fd) {
-  if (fd_ >= 0) close(fd_);
-  fd_ = fd;
-}
-
 Pipe MakePipe() {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) Die("pipe2");
@@ -205,7 +195,7 @@ bool Process::Pump(Clock::time_point deadline) {
       if (got > 0) {
         (owners[i] == &out_fd_ ? out_ : err_).append(buf, got);
       } else if (got == 0 || errno != EINTR) {
-        owners[i]->Reset();
+        owners[i]->reset();
       }
     }
   }

@@ -19,28 +19,13 @@
 #include <utility>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace sbx::integration {
 
 using Args = std::vector<std::string>;
 
-// Owning file descriptor (the project's UniqueFd lives in runtime/, which this tier does
-// not link).
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& other) noexcept : fd_(other.Release()) {}
-  Fd& operator=(Fd&& other) noexcept;
-  ~Fd() { Reset(); }
-  [[nodiscard]] int get() const { return fd_; }
-  int Release() { return std::exchange(fd_, -1); }
-  void Reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+using Fd = base::UniqueFd;
 
 struct Pipe {
   Fd read_end;

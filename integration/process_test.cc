@@ -177,7 +177,7 @@ std::pair<RunResult, std::string> RunWithStatusPipe(const std::string& fd_option
   all.insert(all.end(), {fd_option, "5"});
   all.insert(all.end(), options.begin(), options.end());
   RunResult r = RunCommand(BwrapArgv(all, command), run);
-  pipe.write_end.Reset();
+  pipe.write_end.reset();
   return {r, ReadAll(pipe.read_end.get())};
 }
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 
 namespace sbx::netns {
 

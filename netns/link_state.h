@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 
 namespace sbx::netns {
 

@@ -8,8 +8,8 @@
 
 #include <cerrno>
 
+#include "base/unique_fd.h"
 #include "netns/netlink.h"
-#include "runtime/base/unique_fd.h"
 
 namespace sbx::netns {
 namespace {

@@ -16,7 +16,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 
 namespace sbx::netns {
 

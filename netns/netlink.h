@@ -20,9 +20,9 @@
 #include <string>
 #include <utility>
 
-#include "runtime/base/c_handle.h"
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
+#include "base/c_handle.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace sbx::netns {
 

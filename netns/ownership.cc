@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <string>
 
-#include "runtime/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::netns {
 namespace {

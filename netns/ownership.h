@@ -7,7 +7,7 @@
 // bind its listeners there. Any thread; opens and closes its own fds (all O_CLOEXEC).
 #pragma once
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 
 namespace sbx::netns {
 

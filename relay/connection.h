@@ -23,11 +23,11 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/unique_fd.h"
 #include "relay/endpoint.h"
 #include "relay/event_loop.h"
 #include "relay/flow.h"
 #include "relay/limits.h"
-#include "runtime/base/unique_fd.h"
 
 namespace sbx::relay {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <variant>
 
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "relay/socket_address.h"
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
 
 namespace sbx::relay {
 

@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace sbx::relay {
 

@@ -30,7 +30,7 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::relay {
 

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/base/socket_message.h"
+#include "base/socket_message.h"
 
 namespace sbx::relay {
 namespace {

@@ -20,8 +20,8 @@
 #include <cstddef>
 #include <string_view>
 
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace sbx::relay {
 

@@ -1,6 +1,6 @@
 #include "relay/ledger.h"
 
-#include "runtime/base/json.h"
+#include "base/json.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -11,9 +11,9 @@
 #include <chrono>
 #include <string>
 
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "relay/connection.h"
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
 
 namespace sbx::relay {
 

@@ -33,11 +33,11 @@
 #include <memory>
 #include <unordered_map>
 
+#include "base/unique_fd.h"
 #include "relay/connection.h"
 #include "relay/endpoint.h"
 #include "relay/event_loop.h"
 #include "relay/limits.h"
-#include "runtime/base/unique_fd.h"
 
 namespace sbx::relay {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/base/c_handle.h"
+#include "base/c_handle.h"
 
 namespace sbx::relay {
 namespace {

@@ -13,8 +13,8 @@
 
 #include <string>
 
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace sbx::relay {
 

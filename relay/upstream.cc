@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "runtime/base/c_handle.h"
+#include "base/c_handle.h"
 
 namespace sbx::relay {
 namespace {

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
 #include "relay/socket_address.h"
-#include "runtime/base/error.h"
 
 namespace sbx::relay {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "runtime/plan.h"
 
 namespace sbx::runtime {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/base/c_handle.h"
+#include "base/c_handle.h"
 
 namespace sbx::runtime {
 namespace {
@@ -133,10 +133,10 @@ void RenderIds(const Plan& plan, Args* out) {
 }
 
 void RenderCaps(const Plan& plan, Args* out) {
-  const CapPlan& caps = plan.caps;
+  const security::CapPlan& caps = plan.caps;
   if (caps.skip_capset) return;
-  const CapBits all = AllCaps(caps.last_cap);
-  const CapBits keep = caps.permitted & all;
+  const security::CapBits all = security::AllCaps(caps.last_cap);
+  const security::CapBits keep = caps.permitted & all;
   if (plan.mode == PrivilegeMode::kUnprivileged && keep == 0) return;
   if (keep == all) {
     // From any starting set, adding ALL gives every capability up to cap_last_cap.
@@ -145,7 +145,7 @@ void RenderCaps(const Plan& plan, Args* out) {
   }
   Add(out, {"--cap-drop", "ALL"});
   for (int cap = 0; cap <= caps.last_cap && cap < 64; ++cap) {
-    if ((keep & (CapBits{1} << cap)) != 0) Add(out, {"--cap-add", BwrapCapName(cap)});
+    if ((keep & (security::CapBits{1} << cap)) != 0) Add(out, {"--cap-add", BwrapCapName(cap)});
   }
 }
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 #include "runtime/child/failure.h"
 #include "runtime/plan.h"
 
@@ -15,7 +15,7 @@ std::string RenderFailure(const Plan& plan, const SetupFailure& failure, const s
 
 // bwrap's error for creating a namespace that failed with `err`, beyond the user-namespace
 // cases of clone: ENOSPC (a nesting or max_*_namespaces limit) has its own text. Used for
-// the clone and for the network namespace made by the helper (runtime/netns_helper.h).
+// the clone and for the network namespace made by the helper (runtime/child/netns_helper.h).
 base::Error NamespaceCreationError(int err);
 
 }  // namespace sbx::runtime

@@ -7,7 +7,7 @@
 #include <climits>
 #include <cstdlib>
 
-#include "runtime/security/capabilities.h"
+#include "security/capabilities.h"
 
 namespace sbx::runtime {
 namespace {
@@ -31,7 +31,7 @@ base::Result<HostFacts> ProbeHostFacts() {
   facts.uid = ::getuid();
   facts.gid = ::getgid();
   facts.euid = ::geteuid();
-  if (CapSets sets; ReadCapSets(&sets) == 0) {
+  if (security::CapSets sets; security::ReadCapSets(&sets) == 0) {
     facts.effective_caps = sets.effective;
     facts.permitted_caps = sets.permitted;
   }

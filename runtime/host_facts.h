@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 
 namespace sbx::runtime {
 

@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/base/socket_message.h"
+#include "base/socket_message.h"
 
 namespace sbx::runtime {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <sys/types.h>
 
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace sbx::runtime {
 

@@ -18,13 +18,13 @@
 
 #include <fmt/format.h>
 
-#include "runtime/base/syscalls.h"
-#include "runtime/base/unique_fd.h"
+#include "base/syscalls.h"
+#include "base/unique_fd.h"
 #include "runtime/child/child_main.h"
+#include "runtime/child/netns_helper.h"
 #include "runtime/failure_message.h"
 #include "runtime/joined_namespaces.h"
 #include "runtime/namespace_info.h"
-#include "runtime/netns_helper.h"
 
 namespace sbx::runtime {
 namespace {
@@ -80,7 +80,7 @@ Error CloneError(int err, const Plan& plan) {
 // clone3 with fork semantics and a pidfd; plain clone + pidfd_open only where the kernel
 // has no clone3.
 pid_t CloneChild(const Plan& plan, int* pidfd) {
-  // The network namespace may come from a helper instead (runtime/netns_helper.h).
+  // The network namespace may come from a helper instead (runtime/child/netns_helper.h).
   const uint64_t flags = plan.clone_flags & ~(NetnsFromHelper(plan) ? CLONE_NEWNET : 0ULL);
   base::Clone3Args args;
   args.flags = flags | CLONE_PIDFD;

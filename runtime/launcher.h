@@ -5,8 +5,8 @@
 // the child after clone uses malloc (libnl, libcap) and exec-time state.
 #pragma once
 
-#include "runtime/base/error.h"
-#include "runtime/base/unique_fd.h"
+#include "base/error.h"
+#include "base/unique_fd.h"
 #include "runtime/plan.h"
 
 namespace sbx::runtime {

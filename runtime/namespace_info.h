@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 #include "runtime/plan.h"
 
 namespace sbx::runtime {

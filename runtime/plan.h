@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/security/capabilities.h"
 #include "runtime/spec.h"
+#include "security/capabilities.h"
 
 namespace sbx::runtime {
 
@@ -88,7 +88,7 @@ struct Plan {
   bool configure_loopback = false;
   bool assert_userns_disabled = false;  // try unshare(CLONE_NEWUSER) after setup: must fail
 
-  CapPlan caps;
+  security::CapPlan caps;
   std::vector<std::vector<uint8_t>> seccomp_programs;  // installed in order before exec
   std::optional<int> seccomp_fd;                       // --seccomp, read after setup
 

@@ -158,16 +158,17 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   plan.configure_loopback = spec.unshare_net;
   plan.assert_userns_disabled = spec.disable_userns || spec.assert_userns_disabled;
 
-  CapBits initial = host.IsRoot() ? host.effective_caps : 0;
-  auto resolved = ResolveCapabilities(initial, spec.cap_changes, host.cap_last_cap);
+  security::CapBits initial = host.IsRoot() ? host.effective_caps : 0;
+  auto resolved = security::ResolveCapabilities(initial, spec.cap_changes, host.cap_last_cap);
   if (!resolved) return resolved.error();
-  plan.caps = DecideCapabilities({.caller_is_root = host.IsRoot(),
-                                  // A joined user namespace also comes with a full
-                                  // bounding set, which bwrap trims the same way.
-                                  .new_user_namespace = userns || spec.userns_fd.has_value(),
-                                  .cap_options_used = !spec.cap_changes.empty(),
-                                  .resolved = *resolved,
-                                  .last_cap = host.cap_last_cap});
+  plan.caps =
+      security::DecideCapabilities({.caller_is_root = host.IsRoot(),
+                                    // A joined user namespace also comes with a full
+                                    // bounding set, which bwrap trims the same way.
+                                    .new_user_namespace = userns || spec.userns_fd.has_value(),
+                                    .cap_options_used = !spec.cap_changes.empty(),
+                                    .resolved = *resolved,
+                                    .last_cap = host.cap_last_cap});
   plan.seccomp_programs = spec.seccomp_programs;
   plan.seccomp_fd = spec.seccomp_fd;
 

@@ -2,7 +2,7 @@
 // caller's privilege mode.
 #pragma once
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 #include "runtime/host_facts.h"
 #include "runtime/plan.h"
 #include "runtime/spec.h"

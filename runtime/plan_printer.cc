@@ -117,7 +117,7 @@ std::string PrintPlan(const Plan& plan) {
   for (size_t i = 0; i < plan.ops.size(); ++i)
     line(fmt::format("op {}: {}", i, Describe(plan.ops[i])));
   if (plan.configure_loopback) line("loopback: up");
-  for (const auto& text : DescribeCapPlan(plan.caps)) line(fmt::format("caps: {}", text));
+  for (const auto& text : security::DescribeCapPlan(plan.caps)) line(fmt::format("caps: {}", text));
   line(fmt::format("seccomp programs: {}{}", plan.seccomp_programs.size(),
                    plan.seccomp_fd ? " + one from --seccomp" : ""));
   line(fmt::format("no_new_privs: yes; new session: {}; die with parent: {}",

@@ -14,7 +14,7 @@ using base::Error;
 // bwrap's setuid mode: a real uid other than the effective uid 0.
 bool IsSetuidMode(const HostFacts& host) { return host.euid == 0 && host.uid != 0; }
 
-uint64_t CapBits(const CapChange& change) {
+uint64_t ChangeBits(const security::CapChange& change) {
   if (!change.cap) return ~uint64_t{0};  // ALL
   if (*change.cap < 0 || *change.cap >= 64) return 0;
   return uint64_t{1} << *change.cap;
@@ -22,10 +22,11 @@ uint64_t CapBits(const CapChange& change) {
 
 // True when --cap-add/--cap-drop, applied in order to an empty set, leave something: bwrap
 // checks its requested set, not the options, so "--cap-add ALL --cap-drop ALL" passes.
-bool RequestsCaps(const std::vector<CapChange>& changes) {
+bool RequestsCaps(const std::vector<security::CapChange>& changes) {
   uint64_t caps = 0;
-  for (const CapChange& change : changes) {
-    caps = change.kind == CapChange::Kind::kAdd ? caps | CapBits(change) : caps & ~CapBits(change);
+  for (const security::CapChange& change : changes) {
+    caps = change.kind == security::CapChange::Kind::kAdd ? caps | ChangeBits(change)
+                                                          : caps & ~ChangeBits(change);
   }
   return caps != 0;
 }

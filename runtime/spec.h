@@ -15,7 +15,8 @@
 #include <variant>
 #include <vector>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
+#include "security/capabilities.h"
 
 namespace sbx::runtime {
 
@@ -93,13 +94,6 @@ struct OverlayOp {
 using SpecOp = std::variant<BindOp, BindFdOp, RemountRoOp, ProcOp, DevOp, TmpfsOp, MqueueOp, DirOp,
                             FileOp, BindDataOp, SymlinkOp, ChmodOp, SetHostnameOp, OverlayOp>;
 
-// --cap-add/--cap-drop, applied in order to the default set (see plan compiler).
-struct CapChange {
-  enum class Kind { kAdd, kDrop };
-  Kind kind = Kind::kAdd;
-  std::optional<int> cap;  // nullopt means ALL
-};
-
 struct SandboxSpec {
   // Namespaces, as the final state of bwrap's order-sensitive flags.
   bool unshare_user = false;
@@ -133,7 +127,7 @@ struct SandboxSpec {
   // were applied in order to the caller's environment. PWD is added at exec time.
   std::vector<std::string> env;
 
-  std::vector<CapChange> cap_changes;  // command-line order
+  std::vector<security::CapChange> cap_changes;  // command-line order
 
   bool new_session = false;
   bool die_with_parent = false;

@@ -19,6 +19,9 @@ step() { printf '\n### %s\n' "$*"; }
 step "dependencies"
 scripts/install-deps.sh --if-missing
 
+step "layering (scripts/check-layers.sh)"
+scripts/check-layers.sh
+
 step "build (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_BUILD_TESTS=ON -DSBX_BUILD_INTEGRATION=ON \
   -DSBX_ASAN=OFF -DSBX_UBSAN=OFF

@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "base/unique_fd.h"
 #include "cli/doctor/doctor_probes.h"
-#include "runtime/base/unique_fd.h"
 
 namespace sbx::cli {
 

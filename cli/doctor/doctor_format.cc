@@ -9,7 +9,7 @@
 
 #include "cli/doctor/doctor.h"
 
-#include "runtime/base/json.h"
+#include "base/json.h"
 
 namespace sbx::cli {
 

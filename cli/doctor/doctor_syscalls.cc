@@ -17,9 +17,9 @@
 
 #include <fmt/format.h>
 
+#include "base/syscalls.h"
+#include "base/unique_fd.h"
 #include "cli/doctor/doctor_probes.h"
-#include "runtime/base/syscalls.h"
-#include "runtime/base/unique_fd.h"
 
 namespace sbx::cli::doctor {
 

@@ -119,7 +119,7 @@ RunFds PrepareFds(const Scenario& scenario, const std::string& fixture) {
                                 static_cast<ssize_t>(payload.size())) {
       std::abort();
     }
-    pipe.write_end.Reset();
+    pipe.write_end.reset();
     fds.options.pass_fds.emplace_back(spec.number, pipe.read_end.get());
     fds.held.push_back(std::move(pipe.read_end));
   }

@@ -13,11 +13,11 @@
 #include <csignal>
 #include <cstring>
 
-#include "runtime/base/syscalls.h"
+#include "base/syscalls.h"
 #include "runtime/child/child_steps.h"
 #include "runtime/child/mount_api.h"
-#include "runtime/netns_helper.h"
-#include "runtime/security/capabilities.h"
+#include "runtime/child/netns_helper.h"
+#include "security/capabilities.h"
 
 namespace sbx::runtime::child {
 namespace {
@@ -206,7 +206,7 @@ void ChildMain(const ChildLaunch& launch) noexcept {
     // The monitor joined --userns before clone, which gave it a full bounding set: trim it
     // while CAP_SETPCAP is still there, then take the requested ids in that namespace.
     // Both before the death signal is armed, since a change of ids clears it.
-    Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));
+    Check(launch, Phase::kCapabilities, security::ApplyCapPlanBounding(plan.caps));
     Check(launch, Phase::kSwitchJoinedIds, SwitchToJoinedIds(plan.joined));
   }
   if (plan.die_with_parent) {
@@ -225,7 +225,7 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   // starts with a full set again and is trimmed there: trimming this one too would only
   // cost a system call per capability.
   if (!(plan.userns && plan.userns->second_uid)) {
-    Check(launch, Phase::kCapabilities, ApplyCapPlanBounding(plan.caps));
+    Check(launch, Phase::kCapabilities, security::ApplyCapPlanBounding(plan.caps));
   }
   // Without a helper the clone made the network namespace: lo is ours to bring up.
   if (plan.configure_loopback && launch.netns_channel < 0) {

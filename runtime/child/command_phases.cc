@@ -15,15 +15,15 @@
 
 #include "netns/loopback.h"
 #include "runtime/child/child_steps.h"
-#include "runtime/security/capabilities.h"
-#include "runtime/security/seccomp.h"
+#include "security/capabilities.h"
+#include "security/seccomp.h"
 
 extern char** environ;  // NOLINT: POSIX
 
 namespace sbx::runtime::child {
 namespace {
 
-int ReadAll(int fd, BpfProgram* out) {
+int ReadAll(int fd, security::BpfProgram* out) {
   uint8_t buf[8192];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof(buf));
@@ -109,7 +109,7 @@ StepResult ConfigureLoopback() noexcept {
 
 void ReaperMain(const Plan& plan, pid_t command_pid, int status_fd) noexcept {
   // The reaper keeps nothing the sandbox could use: no capabilities, not ptraceable.
-  (void)ClearAllCaps(/*tolerate_eperm=*/true);
+  (void)security::ClearAllCaps(/*tolerate_eperm=*/true);
   ::prctl(PR_SET_DUMPABLE, 0);
   if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   int command_status = 0;
@@ -136,11 +136,12 @@ namespace {
 
 // What the command process does between the reaper's fork and exec. Also the whole tail
 // when there is no reaper.
-[[noreturn]] void ExecCommand(const ChildLaunch& launch, const std::vector<BpfProgram>& programs) {
+[[noreturn]] void ExecCommand(const ChildLaunch& launch,
+                              const std::vector<security::BpfProgram>& programs) {
   const Plan& plan = *launch.plan;
   if (plan.sync_fd && !plan.as_pid_1) ::close(*plan.sync_fd);
-  Check(launch, Phase::kCapabilities, ApplyCapPlanAmbient(plan.caps));
-  Check(launch, Phase::kLoadSeccomp, LoadSeccompPrograms(programs));
+  Check(launch, Phase::kCapabilities, security::ApplyCapPlanAmbient(plan.caps));
+  Check(launch, Phase::kLoadSeccomp, security::LoadSeccompPrograms(programs));
   if (plan.close_inherited_fds) {
     Check(launch, Phase::kExec, ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0 ? 0 : errno);
   }
@@ -151,7 +152,7 @@ namespace {
 
 struct CommandStart {
   const ChildLaunch* launch;
-  const std::vector<BpfProgram>* programs;
+  const std::vector<security::BpfProgram>* programs;
 };
 
 int CommandEntry(void* arg) {
@@ -169,7 +170,7 @@ int CommandEntry(void* arg) {
 // capability calls, installs seccomp and execs, none of which allocates or writes memory
 // the reaper reads afterwards except `environ`, which the reaper never uses. It runs on its
 // own stack, sized like posix_spawn's for execvp's script fallback (argv on the stack).
-pid_t SpawnCommand(const ChildLaunch& launch, const std::vector<BpfProgram>& programs) {
+pid_t SpawnCommand(const ChildLaunch& launch, const std::vector<security::BpfProgram>& programs) {
   size_t argc = 0;
   while (launch.argv[argc] != nullptr) ++argc;
   const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -191,11 +192,11 @@ pid_t SpawnCommand(const ChildLaunch& launch, const std::vector<BpfProgram>& pro
 
 void RunCommandPhases(const ChildLaunch& launch) noexcept {
   const Plan& plan = *launch.plan;
-  Check(launch, Phase::kCapabilities, ApplyCapPlanSets(plan.caps));
+  Check(launch, Phase::kCapabilities, security::ApplyCapPlanSets(plan.caps));
   if (plan.block_fd) Check(launch, Phase::kBlockFd, WaitForBlockFd(*plan.block_fd));
-  std::vector<BpfProgram> programs = plan.seccomp_programs;
+  std::vector<security::BpfProgram> programs = plan.seccomp_programs;
   if (plan.seccomp_fd) {
-    BpfProgram program;
+    security::BpfProgram program;
     Check(launch, Phase::kReadSeccomp, ReadAll(*plan.seccomp_fd, &program));
     ::close(*plan.seccomp_fd);
     if (program.size() % 8 != 0) {
@@ -217,7 +218,7 @@ void RunCommandPhases(const ChildLaunch& launch) noexcept {
     if (pid < 0) Fail(launch, static_cast<uint32_t>(Phase::kForkReaper), {errno, Stage::kNone});
     // pid 1 keeps --sync-fd open for the sandbox's lifetime; it needs no report pipe.
     ::close(launch.report_fd);
-    (void)LoadSeccompPrograms(programs);
+    (void)security::LoadSeccompPrograms(programs);
     ReaperMain(plan, pid, launch.status_fd);
   }
   ExecCommand(launch, programs);

@@ -39,7 +39,7 @@ enum class Phase : uint32_t {
   kJoinPidns,        // detail: JoinPidnsStep
   kSwitchJoinedIds,  // detail: 0 = setuid, 1 = setgid
   kJoinUserns2,
-  // The network namespace made beside the mounts (runtime/netns_helper.h).
+  // The network namespace made beside the mounts (runtime/child/netns_helper.h).
   kCreateNetns,
 };
 

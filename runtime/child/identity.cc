@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/base/socket_message.h"
+#include "base/socket_message.h"
 #include "runtime/child/child_steps.h"
 #include "runtime/child/mount_api.h"
-#include "runtime/security/capabilities.h"
+#include "security/capabilities.h"
 
 namespace sbx::runtime::child {
 namespace {
@@ -103,7 +103,7 @@ StepResult EnterSecondUserNamespace(const Plan& plan, int proc_fd) noexcept {
   }
   if (::unshare(CLONE_NEWUSER) != 0) return {errno, Stage::kNone, 4};
   // A new user namespace comes with a full bounding set: trim it again.
-  if (int err = ApplyCapPlanBounding(plan.caps)) {
+  if (int err = security::ApplyCapPlanBounding(plan.caps)) {
     return {err, Stage::kNone, 5};
   }
   IdMapping uid = ns.second_uid.value_or(IdMapping{plan.sandbox_uid, ns.uid.inside});

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/base/syscalls.h"
+#include "base/syscalls.h"
 
 namespace sbx::runtime::child {
 

@@ -1,4 +1,4 @@
-#include "runtime/base/error.h"
+#include "base/error.h"
 
 #include <gtest/gtest.h>
 

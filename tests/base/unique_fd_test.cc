@@ -1,4 +1,4 @@
-#include "runtime/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

@@ -231,7 +231,7 @@ TEST(BwrapOptionsTest, CapabilitiesInOrder) {
   const SandboxSpec spec =
       RunnableSpec({"--cap-add", "CAP_KILL", "--cap-drop", "cap_net_raw", "--cap-add", "all",
                     "--cap-drop", "ALL", "--cap-add", "12"});
-  using Kind = runtime::CapChange::Kind;
+  using Kind = security::CapChange::Kind;
   ASSERT_EQ(spec.cap_changes.size(), 5U);
   EXPECT_EQ(spec.cap_changes[0].kind, Kind::kAdd);
   EXPECT_EQ(spec.cap_changes[0].cap, 5);  // CAP_KILL

@@ -129,7 +129,7 @@ TEST(ValidateSpecTest, HostnameAndPid1) {
 TEST(ValidateSpecTest, SetuidCapAddLooksAtTheResultingSet) {
   const HostFacts setuid = cli::testing::SetuidHost();
   SandboxSpec spec = WithCommand();
-  using Kind = CapChange::Kind;
+  using Kind = security::CapChange::Kind;
   spec.cap_changes = {{Kind::kAdd, 5}, {Kind::kDrop, 5}};
   EXPECT_EQ(Check(spec, setuid), "ok");
   spec.cap_changes.push_back({Kind::kAdd, 40});

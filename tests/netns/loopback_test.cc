@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "netns/link_state.h"
-#include "runtime/base/unique_fd.h"
 #include "tests/netns/ns_child.h"
 
 namespace sbx::netns {

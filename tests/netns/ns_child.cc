@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "runtime/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::netns::testing {
 namespace {

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <string>
 
-#include "runtime/base/unique_fd.h"
+#include "base/unique_fd.h"
 #include "tests/netns/ns_child.h"
 
 namespace sbx::netns {

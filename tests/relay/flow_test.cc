@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <string>
 
-#include "runtime/base/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace sbx::relay {
 namespace {

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "relay/event_loop.h"
 #include "relay/socket_address.h"
-#include "runtime/base/unique_fd.h"
 
 namespace sbx::relay::testing {
 

@@ -1,11 +1,11 @@
 // When the sandbox's network namespace is made by the helper beside the mounts
-// (runtime/netns_helper.h), and the message when that fails.
+// (runtime/child/netns_helper.h), and the message when that fails.
 #include <gtest/gtest.h>
 
 #include <cerrno>
 
+#include "runtime/child/netns_helper.h"
 #include "runtime/failure_message.h"
-#include "runtime/netns_helper.h"
 #include "runtime/plan_compiler.h"
 
 #include "tests/support/plan_fixtures.h"

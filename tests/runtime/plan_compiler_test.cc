@@ -34,7 +34,7 @@ TEST(PlanCompilerTest, GoldenPlanForUnprivilegedCaller) {
       "loopback: up\n" +
           [&] {
             std::string caps;
-            for (const auto& l : DescribeCapPlan(plan->caps)) caps += "caps: " + l + "\n";
+            for (const auto& l : security::DescribeCapPlan(plan->caps)) caps += "caps: " + l + "\n";
             return caps;
           }() +
           "seccomp programs: 0\n"
@@ -142,11 +142,11 @@ TEST(PlanCompilerTest, MissingCgroupNamespaceIsAnErrorOnlyWhenRequired) {
 
 TEST(PlanCompilerTest, UnprivilegedCapAddIsKeptThroughExec) {
   SandboxSpec spec = TypicalSpec();
-  spec.cap_changes = {CapChange{CapChange::Kind::kAdd, 12}};  // CAP_NET_ADMIN
+  spec.cap_changes = {security::CapChange{security::CapChange::Kind::kAdd, 12}};  // CAP_NET_ADMIN
   auto plan = CompilePlan(spec, UserHost());
   ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->caps.ambient, CapBits{1} << 12);
-  EXPECT_EQ(plan->caps.bounding, CapBits{1} << 12);
+  EXPECT_EQ(plan->caps.ambient, security::CapBits{1} << 12);
+  EXPECT_EQ(plan->caps.bounding, security::CapBits{1} << 12);
 }
 
 }  // namespace

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/base/unique_fd.h"
-#include "runtime/security/capabilities.h"
+#include "base/unique_fd.h"
+#include "security/capabilities.h"
 
-namespace sbx::runtime {
+namespace sbx::security {
 namespace {
 
 constexpr char kBwrap[] = "/usr/bin/bwrap";
@@ -292,4 +292,4 @@ TEST(SetKeepCapsTest, PermittedSurvivesSetuid) {
 }
 
 }  // namespace
-}  // namespace sbx::runtime
+}  // namespace sbx::security

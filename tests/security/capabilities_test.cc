@@ -1,7 +1,7 @@
 // Pure tests of the capability decisions: resolving --cap-add/--cap-drop, the decision
 // table, and the kernel model checked against the bwrap 0.8.0 table measured on this
 // project's reference machine (see the comment at the top of capabilities.h).
-#include "runtime/security/capabilities.h"
+#include "security/capabilities.h"
 
 #include <gtest/gtest.h>
 #include <linux/capability.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace sbx::runtime {
+namespace sbx::security {
 namespace {
 
 constexpr int kLastCap = 40;
@@ -264,4 +264,4 @@ TEST(DescribeCapPlanTest, SaysWhatHappens) {
 }
 
 }  // namespace
-}  // namespace sbx::runtime
+}  // namespace sbx::security

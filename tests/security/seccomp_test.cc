@@ -1,6 +1,6 @@
 // The default seccomp policy, checked in user space with the BPF evaluator, plus two tests
 // that really install programs in a forked child.
-#include "runtime/security/seccomp.h"
+#include "security/seccomp.h"
 
 #include <linux/filter.h>
 #include <sys/ioctl.h>
@@ -19,7 +19,7 @@
 
 #include "tests/support/bpf_eval.h"
 
-namespace sbx::runtime {
+namespace sbx::security {
 namespace {
 
 using testing::EvalBpfBytes;
@@ -255,4 +255,4 @@ TEST(LoadSeccompProgramsTest, RejectsBadProgramBeforeInstallingAny) {
 }
 
 }  // namespace
-}  // namespace sbx::runtime
+}  // namespace sbx::security

@@ -1,4 +1,4 @@
-#include "cli/supervise/routes.h"
+#include "supervise/routes.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace sbx::cli {
+namespace sbx::supervise {
 namespace {
 
 using ::testing::HasSubstr;
@@ -123,4 +123,4 @@ TEST(ParseSuperviseArgsTest, SamePortOnTwoAddressesIsFine) {
 }
 
 }  // namespace
-}  // namespace sbx::cli
+}  // namespace sbx::supervise

@@ -16,13 +16,13 @@
 #include <optional>
 #include <span>
 
-#include "cli/supervise/supervise_command.h"
+#include "base/unique_fd.h"
 #include "relay/endpoint.h"
 #include "relay/handoff.h"
-#include "runtime/base/unique_fd.h"
-#include "runtime/security/capabilities.h"
+#include "security/capabilities.h"
+#include "supervise/supervise_command.h"
 
-namespace sbx::cli::testing {
+namespace sbx::supervise::testing {
 namespace {
 
 using base::UniqueFd;
@@ -55,8 +55,8 @@ bool WriteFile(const char* path, const std::string& text) {
   }
   if (options.keep_caps) {
     const uint64_t keep = *options.keep_caps;
-    if (runtime::DropBoundingSet(keep, 63) != 0 ||
-        runtime::SetCapSets(keep, keep, 0, /*tolerate_eperm=*/false) != 0) {
+    if (security::DropBoundingSet(keep, 63) != 0 ||
+        security::SetCapSets(keep, keep, 0, /*tolerate_eperm=*/false) != 0) {
       Report(report, kFail, "cannot narrow the capabilities of pid 1");
       ::_exit(1);
     }
@@ -247,4 +247,4 @@ EchoServer::~EchoServer() {
   }
 }
 
-}  // namespace sbx::cli::testing
+}  // namespace sbx::supervise::testing

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace sbx::cli::testing {
+namespace sbx::supervise::testing {
 
 struct SandboxRun {
   enum class Kind { kRan, kSkipped, kHarnessFailed };
@@ -59,4 +59,4 @@ class EchoServer {
   std::string error_;
 };
 
-}  // namespace sbx::cli::testing
+}  // namespace sbx::supervise::testing

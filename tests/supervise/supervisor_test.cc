@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/supervise/supervise_command.h"
-#include "runtime/base/unique_fd.h"
+#include "base/unique_fd.h"
+#include "supervise/supervise_command.h"
 #include "tests/supervise/sandbox_harness.h"
 
-namespace sbx::cli {
+namespace sbx::supervise {
 namespace {
 
 using testing::EchoServer;
@@ -221,4 +221,4 @@ TEST(SuperviseCommandTest, BadInputIsOneLineAndExit125) {
 }
 
 }  // namespace
-}  // namespace sbx::cli
+}  // namespace sbx::supervise

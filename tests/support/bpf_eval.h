@@ -13,7 +13,7 @@
 #include <initializer_list>
 #include <span>
 
-#include "runtime/base/error.h"
+#include "base/error.h"
 
 namespace sbx::testing {
 

@@ -6,8 +6,8 @@
 
 #include "runtime/host_facts.h"
 #include "runtime/plan_compiler.h"
-#include "runtime/security/capabilities.h"
 #include "runtime/spec.h"
+#include "security/capabilities.h"
 
 namespace sbx::runtime::fixtures {
 
@@ -15,7 +15,7 @@ namespace sbx::runtime::fixtures {
 inline HostFacts RootHost() {
   HostFacts h;
   h.uid = h.gid = h.euid = 0;
-  h.effective_caps = h.permitted_caps = AllCaps(40);
+  h.effective_caps = h.permitted_caps = security::AllCaps(40);
   h.cwd = "/work";
   return h;
 }

@@ -1,0 +1,49 @@
+// RunDispatch: the host side of one `ateam-sandbox run`. One single-threaded process: it
+// prepares the workspace and out dir, creates the private state directory with one relay
+// socket per allowed route, clones the sandbox (the supervisor is its pid 1), then runs one
+// event loop that serves every relay and watches the sandbox, the timeout and SIGINT/
+// SIGTERM. When the sandbox ends, the sockets and the state directory are removed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dispatch/request.h"
+
+namespace sbx::dispatch {
+
+// Exit codes of `run` besides the agent's own.
+inline constexpr int kRuntimeFailureExit = 125;
+inline constexpr int kTimeoutExit = 124;
+
+struct DispatchRoute {
+  std::string host;
+  int port = 0;
+  std::string sandbox_address;  // 127.77.0.N
+  std::string upstream;         // the pinned address
+};
+
+struct DispatchResult {
+  std::string id;
+  std::string workspace;
+  std::string out;
+  DispatchBackend backend = DispatchBackend::kNative;
+  std::vector<DispatchRoute> routes;
+  int exit_code = kRuntimeFailureExit;
+  std::optional<int> signal;  // the signal that ended the agent (or the sandbox)
+  // "exited", "signaled", "timeout", "interrupted", "runtime-error", "dry-run"
+  std::string reason = "runtime-error";
+  std::string error;  // one line, for "runtime-error"
+  std::string started_at;
+  double setup_ms = 0;
+  double total_ms = 0;
+};
+
+// `self_exe`: this executable (bound into the sandbox as the supervisor).
+DispatchResult RunDispatch(const DispatchRequest& request, const std::string& self_exe);
+
+// The --status-json document.
+std::string RenderStatusJson(const DispatchResult& result);
+
+}  // namespace sbx::dispatch

@@ -1,0 +1,176 @@
+#include "dispatch/layout.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include <fmt/format.h>
+
+namespace sbx::dispatch {
+namespace {
+
+constexpr int kCapSetpcap = 8;          // drop the bounding set before the agent starts
+constexpr int kCapNetBindService = 10;  // listen on 443 for the agent
+constexpr int kCapNetAdmin = 12;        // bring lo up
+constexpr int kCapSysAdmin = 21;        // unshare(CLONE_NEWNET)
+
+// The host's system runtime, read-only. Merged-/usr hosts have /bin, /lib... as symlinks
+// into /usr: the sandbox gets the same symlinks.
+void AddSystemRuntime(runtime::SandboxSpec& spec) {
+  spec.ops.emplace_back(runtime::BindOp{"/usr", "/usr", true, false, false});
+  for (const char* dir : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+    char target[PATH_MAX];
+    ssize_t n = ::readlink(dir, target, sizeof(target) - 1);
+    if (n > 0) {
+      spec.ops.emplace_back(runtime::SymlinkOp{std::string(target, static_cast<size_t>(n)), dir});
+    } else {
+      spec.ops.emplace_back(runtime::BindOp{dir, dir, true, false, true});
+    }
+  }
+  spec.ops.emplace_back(runtime::BindOp{"/etc", "/etc", true, false, false});
+}
+
+std::optional<std::string> HostValue(const std::vector<std::string>& env, const std::string& name) {
+  for (const auto& entry : env) {
+    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+        entry[name.size()] == '=') {
+      return entry;
+    }
+  }
+  return std::nullopt;
+}
+
+base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& request,
+                                                        const DispatchHostPaths& paths,
+                                                        const AgentProfile& profile) {
+  // An agent installed outside /usr (npm with a prefix) is found first, by its own name.
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  if (!paths.agent_bin_dir.empty()) path = paths.agent_bin_dir + ":" + path;
+  std::vector<std::string> env = {fmt::format("HOME={}", kSandboxHome), "PATH=" + path,
+                                  "LANG=C.UTF-8", "USER=ateam-sandbox"};
+  std::vector<std::string> names = {"TERM"};
+  names.insert(names.end(), profile.env.begin(), profile.env.end());
+  names.insert(names.end(), request.env_names.begin(), request.env_names.end());
+  for (const auto& name : names) {
+    if (auto entry = HostValue(paths.host_env, name)) env.push_back(*entry);
+  }
+  for (const auto& assignment : request.set_env) {
+    auto eq = assignment.find('=');
+    if (eq == 0 || eq == std::string::npos) {
+      return base::Error::Message(fmt::format("--setenv takes NAME=VALUE, not '{}'", assignment));
+    }
+    std::string prefix = assignment.substr(0, eq + 1);
+    std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
+    env.push_back(assignment);
+  }
+  return env;
+}
+
+void AddHome(runtime::SandboxSpec& spec, const DispatchRequest& request,
+             const AgentProfile& profile) {
+  spec.ops.emplace_back(runtime::TmpfsOp{kSandboxHome, 0700, std::nullopt});
+  for (const auto& dir : profile.state_dirs) {
+    spec.ops.emplace_back(runtime::DirOp{fmt::format("{}/{}", kSandboxHome, dir), 0700});
+  }
+  if (request.credentials) {
+    std::string src = *request.credentials;
+    std::string dest = profile.credentials_dest;
+    if (auto colon = src.find(':'); colon != std::string::npos) {
+      dest = src.substr(colon + 1);
+      src = src.substr(0, colon);
+    }
+    if (!dest.starts_with('/')) dest = fmt::format("{}/{}", kSandboxHome, dest);
+    spec.ops.emplace_back(runtime::BindOp{src, dest, true, false, false});
+  }
+}
+
+void AddTunnel(runtime::SandboxSpec& spec, const DispatchHostPaths& paths) {
+  spec.ops.emplace_back(runtime::TmpfsOp{kTunnelDir, 0755, std::nullopt});
+  spec.ops.emplace_back(runtime::BindOp{
+      paths.supervisor_binary, fmt::format("{}/supervisor", kTunnelDir), true, false, false});
+  for (size_t i = 0; i < paths.route_sockets.size(); ++i) {
+    spec.ops.emplace_back(runtime::BindOp{paths.route_sockets[i],
+                                          fmt::format("{}/route-{}.sock", kTunnelDir, i), true,
+                                          false, false});
+  }
+  spec.ops.emplace_back(runtime::BindDataOp{paths.hosts_fd, "/etc/hosts", true, 0644});
+}
+
+std::vector<std::string> SupervisorCommand(const DispatchRequest& request,
+                                           const DispatchHostPaths& paths) {
+  std::vector<std::string> argv = {fmt::format("{}/supervisor", kTunnelDir), "supervise"};
+  for (size_t i = 0; i < paths.route_listen.size(); ++i) {
+    argv.emplace_back("--route");
+    argv.push_back(fmt::format("{}={}/route-{}.sock", paths.route_listen[i], kTunnelDir, i));
+  }
+  argv.emplace_back("--");
+  argv.insert(argv.end(), request.command.begin(), request.command.end());
+  return argv;
+}
+
+}  // namespace
+
+base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
+                                                     const DispatchHostPaths& paths) {
+  if (request.command.empty()) return base::Error::Message("no command given after --");
+  AgentProfile profile = ProfileFor(request.agent);
+  runtime::SandboxSpec spec;
+  spec.unshare_user = spec.unshare_ipc = spec.unshare_pid = spec.unshare_uts = true;
+  spec.unshare_cgroup_try = true;
+  AddSystemRuntime(spec);
+  spec.ops.emplace_back(runtime::ProcOp{"/proc"});
+  spec.ops.emplace_back(runtime::DevOp{"/dev"});
+  spec.ops.emplace_back(runtime::TmpfsOp{"/tmp", 01777, std::nullopt});
+  AddHome(spec, request, profile);
+  AddTunnel(spec, paths);
+  for (const auto& path : request.ro_paths)
+    spec.ops.emplace_back(runtime::BindOp{path, path, true, false, false});
+  for (const auto& path : request.rw_paths)
+    spec.ops.emplace_back(runtime::BindOp{path, path, false, false, false});
+  for (const auto& path : paths.agent_binds)
+    spec.ops.emplace_back(runtime::BindOp{path, path, true, false, false});
+  spec.ops.emplace_back(runtime::BindOp{paths.workspace, paths.workspace, false, false, false});
+  if (paths.out != paths.workspace) {
+    spec.ops.emplace_back(runtime::BindOp{paths.out, paths.out, false, false, false});
+  }
+  spec.ops.emplace_back(runtime::SetHostnameOp{"ateam-sandbox"});
+  spec.chdir = paths.workspace;
+  auto env = BuildEnvironment(request, paths, profile);
+  if (!env) return env.error();
+  spec.env = std::move(*env);
+  // What the supervisor needs for the network namespace and its listeners; it drops every
+  // capability, the bounding set included, before the agent starts.
+  spec.cap_changes = {{security::CapChange::Kind::kDrop, std::nullopt},
+                      {security::CapChange::Kind::kAdd, kCapSysAdmin},
+                      {security::CapChange::Kind::kAdd, kCapNetAdmin},
+                      {security::CapChange::Kind::kAdd, kCapNetBindService},
+                      {security::CapChange::Kind::kAdd, kCapSetpcap}};
+  spec.seccomp_programs.push_back(paths.seccomp_program);
+  spec.new_session = spec.die_with_parent = spec.as_pid_1 = true;
+  spec.close_inherited_fds = true;
+  spec.command = SupervisorCommand(request, paths);
+  return spec;
+}
+
+AgentProfile ProfileFor(AgentPreset preset) {
+  switch (preset) {
+    case AgentPreset::kClaude:
+      return {"claude",
+              {".claude"},
+              ".claude/.credentials.json",
+              "api.anthropic.com",
+              {"ANTHROPIC_API_KEY", "NODE_EXTRA_CA_CERTS"}};
+    case AgentPreset::kOpencode:
+      return {"opencode",
+              {".local/share/opencode", ".config/opencode"},
+              ".local/share/opencode/auth.json",
+              "api.openai.com",
+              {"OPENAI_API_KEY", "NODE_EXTRA_CA_CERTS"}};
+    case AgentPreset::kNone:
+      break;
+  }
+  return {};
+}
+
+}  // namespace sbx::dispatch

@@ -1,0 +1,38 @@
+// The dispatch layout of DESIGN.md as a runtime::SandboxSpec: read-only host system, throwaway
+// home and /tmp, one read-only credentials file, the tunnel directory, a generated
+// /etc/hosts, the workspace and the out dir as the only writable places, an allowlisted
+// environment, every namespace new (the network one is made by the supervisor, pid 1).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "dispatch/request.h"
+#include "runtime/spec.h"
+
+namespace sbx::dispatch {
+
+inline constexpr const char* kSandboxHome = "/home/ateam-sandbox";
+inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
+
+// Everything resolved on the host before the layout is built.
+struct DispatchHostPaths {
+  std::string workspace;                   // absolute, exists
+  std::string out;                         // absolute, exists
+  std::string supervisor_binary;           // this executable
+  std::vector<std::string> route_sockets;  // host paths, index = route index
+  std::vector<std::string> route_listen;   // "127.77.0.N:PORT" per route
+  int hosts_fd = -1;                       // the generated /etc/hosts (read by the child)
+  std::vector<std::string> agent_binds;    // host paths bound read-only at the same place
+  std::vector<std::string> host_env;       // the caller's environment (NAME=VALUE)
+  std::vector<uint8_t> seccomp_program;    // the compiled default policy
+  std::string agent_bin_dir;               // where the agent was found, outside /usr ("" otherwise)
+};
+
+base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
+                                                     const DispatchHostPaths& paths);
+
+}  // namespace sbx::dispatch

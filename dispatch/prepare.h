@@ -1,0 +1,54 @@
+// The host-side preparation of a dispatch, before anything is cloned. Internal to
+// dispatch/.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "dispatch/request.h"
+#include "relay/upstream.h"
+#include "runtime/host_facts.h"
+#include "runtime/spec.h"
+
+namespace sbx::dispatch {
+
+// --allow values plus the preset's endpoint, parsed and checked: valid names, ports
+// 1-65535, no duplicate host, no more routes than tunnel addresses.
+base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchRequest& request);
+
+// Which host ids the sandbox runs as: none for an unprivileged caller (its own); for
+// root, --run-as (a user name, or uid[:gid]) or the overflow ids.
+base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
+    const DispatchRequest& request, const runtime::HostFacts& host);
+
+struct DispatchDirs {
+  std::string workspace;
+  std::string out;
+};
+// Clones --repo into <root>/<id>/workspace or checks --workspace; creates --out (default
+// <root>/<id>/out). With run-as ids both belong to them afterwards.
+base::Result<DispatchDirs> PrepareDispatchDirs(
+    const DispatchRequest& request, const std::string& id,
+    const std::optional<runtime::SandboxSpec::HostIds>& run_as);
+
+// A memfd holding the generated /etc/hosts. Deliberately inheritable: the sandbox setup
+// (or bwrap) reads it and closes it before the agent runs.
+base::Result<base::UniqueFd> HostsFileFd(const std::vector<relay::Route>& routes);
+
+// Where the preset's agent binary is, when it lives outside the directories the layout
+// already binds (/usr): what to bind read-only (its file and the package directory around
+// it) and the directory it was found in, which goes first on the sandbox's PATH.
+struct AgentInstall {
+  std::vector<std::string> binds;
+  std::string bin_dir;  // "" when the agent is under /usr or there is no agent
+};
+base::Result<AgentInstall> FindAgentInstall(const DispatchRequest& request,
+                                            const std::vector<std::string>& host_env);
+
+// Fails when `ledger` would be written inside the sandbox's writable places.
+base::Status CheckLedgerOutside(const std::string& ledger, const DispatchDirs& dirs);
+
+}  // namespace sbx::dispatch

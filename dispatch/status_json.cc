@@ -1,0 +1,39 @@
+// The --status-json document of `ateam-sandbox run`.
+#include <fmt/format.h>
+
+#include "base/json.h"
+#include "dispatch/dispatch.h"
+
+namespace sbx::dispatch {
+using base::JsonQuote;
+
+std::string RenderStatusJson(const DispatchResult& r) {
+  std::string routes;
+  for (const auto& route : r.routes) {
+    if (!routes.empty()) routes += ", ";
+    routes += fmt::format(R"({{"host": {}, "port": {}, "sandbox_address": {}, "upstream": {}}})",
+                          JsonQuote(route.host), route.port, JsonQuote(route.sandbox_address),
+                          JsonQuote(route.upstream));
+  }
+  std::string signal = r.signal ? fmt::format("{}", *r.signal) : "null";
+  std::string error = r.error.empty() ? "null" : JsonQuote(r.error);
+  return fmt::format(
+      "{{\n"
+      "  \"dispatch_id\": {},\n"
+      "  \"workspace\": {},\n"
+      "  \"out\": {},\n"
+      "  \"backend\": {},\n"
+      "  \"routes\": [{}],\n"
+      "  \"exit_code\": {},\n"
+      "  \"signal\": {},\n"
+      "  \"reason\": {},\n"
+      "  \"error\": {},\n"
+      "  \"started_at\": {},\n"
+      "  \"timings_ms\": {{\"setup\": {:.1f}, \"total\": {:.1f}}}\n"
+      "}}\n",
+      JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
+      JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
+      signal, JsonQuote(r.reason), error, JsonQuote(r.started_at), r.setup_ms, r.total_ms);
+}
+
+}  // namespace sbx::dispatch

@@ -1,0 +1,71 @@
+// Seccomp: the parent compiles policies to classic BPF with libseccomp; the child only
+// installs raw programs, the same byte format bwrap's --seccomp / --add-seccomp-fd take
+// (an array of struct sock_filter, 8 bytes each, e.g. from seccomp_export_bpf).
+//
+// The default agent policy (CompileDefaultSeccompPolicy) allows everything except named
+// groups of system calls that have been used to escape or attack sandboxes:
+//   tty-inject  ioctl TIOCSTI / TIOCLINUX (CVE-2017-5226); the ioctl cmd is compared on its
+//               low 32 bits only, as the kernel reads it, so high bits set in the 64-bit
+//               argument do not slip past the filter (CVE-2019-10063)
+//   io_uring    io_uring_setup/enter/register, ENOSYS so runtimes fall back to plain I/O
+//               (io_uring operations are invisible to seccomp)
+//   keyring     keyctl, add_key, request_key (kernel keyrings are not namespaced)
+//   bpf, perf, userfaultfd, kexec, modules   bpf; perf_event_open; userfaultfd;
+//               kexec_load/kexec_file_load; init/finit/delete_module
+//   vsock       socket(AF_VSOCK): vsock ignores network namespaces (EAFNOSUPPORT, what a
+//               kernel without vsock says; the family is also compared on 32 bits)
+//   ptrace      ptrace, process_vm_readv, process_vm_writev
+// Blocked calls fail with EPERM unless said otherwise. Anything that is not native x86_64
+// (i386, other architectures, and the x32 ABI, syscall numbers with bit 0x40000000 set)
+// kills the process: libseccomp sends both to its "bad arch" action, set to KILL_PROCESS.
+// A caller can relax whole groups by name.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+
+namespace sbx::security {
+
+// One classic-BPF program: raw struct sock_filter array.
+using BpfProgram = std::vector<uint8_t>;
+
+// ---- Child side ----------------------------------------------------------------------------
+// Installs `programs` in order with prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER). The kernel
+// runs the most recently installed first, so every program but the last must allow prctl.
+// Needs no_new_privs (set by the caller beforehand) or CAP_SYS_ADMIN. Returns 0 or an
+// errno (EINVAL for an empty program or a length that is not a multiple of 8, checked for
+// all programs before the first is installed). Single-threaded child; noexcept; the
+// programs are passed to the kernel in place (no copy here). Irreversible.
+int LoadSeccompPrograms(std::span<const BpfProgram> programs) noexcept;
+
+// ---- Parent side ---------------------------------------------------------------------------
+
+// Checks what LoadSeccompPrograms checks, with a message: non-empty, length a multiple of 8
+// (bwrap: "Invalid seccomp data, must be multiple of 8"), at most 4096 instructions.
+base::Status ValidateSeccompProgram(std::span<const uint8_t> program);
+
+struct SeccompGroupInfo {
+  std::string_view name;
+  std::string_view summary;
+};
+// The default policy's groups, in the order they are described.
+std::span<const SeccompGroupInfo> SeccompGroups();
+
+struct SeccompPolicyOptions {
+  // Group names to allow (see SeccompGroups); an unknown name is an Error.
+  std::vector<std::string> relaxed_groups;
+};
+
+// Compiles the default agent policy for native x86_64 to BPF (via a memfd).
+base::Result<BpfProgram> CompileDefaultSeccompPolicy(const SeccompPolicyOptions& options = {});
+
+// A few human-readable lines for the printed plan, one per group plus the arch rule.
+base::Result<std::vector<std::string>> DescribeSeccompPolicy(
+    const SeccompPolicyOptions& options = {});
+
+}  // namespace sbx::security

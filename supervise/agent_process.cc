@@ -1,0 +1,106 @@
+#include "supervise/agent_process.h"
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "base/syscalls.h"
+
+namespace sbx::supervise {
+namespace {
+
+constexpr int kExecFailedExit = 127;
+
+// Child side: undoes what the supervisor did to signals (blocked SIGCHLD/SIGTERM/SIGINT,
+// ignored SIGPIPE) and anything the runtime left ignored, so the agent starts as a normal
+// process would. Async-signal-safe calls only.
+void ResetSignals() noexcept {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    (void)::sigaction(sig, &dfl, nullptr);  // EINVAL for glibc's reserved signals: fine
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+void WriteAll(const char* text, size_t len) noexcept {
+  while (len > 0) {
+    ssize_t n = ::write(STDERR_FILENO, text, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+// Child side: never returns. `argv` and `prefix` were built before the fork, so nothing
+// here allocates or formats beyond strerror.
+[[noreturn]] void ExecAgent(char* const* argv, const std::string& prefix) noexcept {
+  ResetSignals();
+  ::execvp(argv[0], argv);
+  const int err = errno;
+  const char* reason = std::strerror(err);  // NOLINT(concurrency-mt-unsafe): one thread
+  WriteAll(prefix.data(), prefix.size());
+  WriteAll(reason, std::strlen(reason));
+  WriteAll("\n", 1);
+  ::_exit(kExecFailedExit);
+}
+
+// clone3 with CLONE_PIDFD: the pidfd exists from the first instant, so no signal can ever
+// reach a recycled pid. Returns -1 with errno from the kernel.
+pid_t CloneWithPidfd(int* pidfd) {
+  base::Clone3Args args;
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(pidfd);
+  args.exit_signal = SIGCHLD;
+  return base::Clone3(&args);
+}
+
+}  // namespace
+
+base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  argv.reserve(command.size() + 1);
+  for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  const std::string prefix = "ateam-sandbox supervise: cannot run " + command.front() + ": ";
+
+  int pidfd = -1;
+  pid_t pid = CloneWithPidfd(&pidfd);
+  // Some seccomp policies answer clone3 with ENOSYS to make libc fall back to clone.
+  const bool use_fork = pid < 0 && errno == ENOSYS;
+  if (use_fork) pid = ::fork();
+  if (pid < 0) return base::ErrnoError("Can't fork the agent", command.front());
+  if (pid == 0) ExecAgent(argv.data(), prefix);
+
+  AgentProcess agent;
+  agent.pid = pid;
+  if (use_fork) {
+    // We are the only one who reaps it, so the pid cannot be recycled before this call.
+    pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd < 0) {
+      const int err = errno;
+      (void)::kill(pid, SIGKILL);
+      (void)::waitpid(pid, nullptr, 0);
+      return base::Error(err, "Can't open a pidfd for the agent", command.front());
+    }
+  }
+  agent.pidfd.reset(pidfd);
+  return agent;
+}
+
+int ExitCodeFromWaitStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 128;
+}
+
+}  // namespace sbx::supervise

@@ -1,0 +1,33 @@
+// Starting the agent: the supervisor's only child it waits for.
+//
+// Who calls it: RunSupervisor, in the supervisor process (single-threaded) after every
+// capability is dropped. The child inherits the environment, the cwd and fds 0-2 as they are;
+// every other fd of the supervisor is close-on-exec.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+
+namespace sbx::supervise {
+
+struct AgentProcess {
+  pid_t pid = -1;
+  base::UniqueFd pidfd;  // owned; readable when the agent exits
+};
+
+// Forks (clone3 with CLONE_PIDFD, or fork + pidfd_open where clone3 is refused with ENOSYS)
+// and execvp's `command` in the child, after resetting every signal disposition to default
+// and unblocking every signal. When exec fails the child writes
+// "ateam-sandbox supervise: cannot run CMD: <strerror>" to stderr and _exits 127.
+// `command` must not be empty.
+base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command);
+
+// A wait status as a shell exit code: the exit status, or 128 + the signal number.
+int ExitCodeFromWaitStatus(int status);
+
+}  // namespace sbx::supervise

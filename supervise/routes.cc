@@ -1,0 +1,132 @@
+#include "supervise/routes.h"
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+namespace sbx::supervise {
+namespace {
+
+using base::Error;
+using base::Result;
+using base::Status;
+
+// 127.77.0.0/24 in host byte order; route i listens on 127.77.0.(i + 2), and .1, .255 are
+// never handed out (netns/hosts.h).
+constexpr uint32_t kRouteNet = (127U << 24) | (77U << 16);
+constexpr uint32_t kRouteMask = 0xffffff00U;
+constexpr uint32_t kFirstHost = 2;
+constexpr uint32_t kLastHost = 254;
+
+constexpr std::string_view kUsage =
+    "usage: ateam-sandbox supervise --route ADDR:PORT=SOCKET_PATH [--route ...]\n"
+    "                               [--probe-timeout-ms N] -- CMD [ARGS...]\n"
+    "Runs CMD as the tunnel supervisor (pid 1 of the sandbox): a private network namespace\n"
+    "with only lo, one TCP listener per route on ADDR:PORT (127.77.0.2 .. 127.77.0.254)\n"
+    "relayed to the Unix socket SOCKET_PATH. Exits with CMD's exit status.\n";
+
+Error BadRoute(std::string_view text, const std::string& why) {
+  return Error::Message("bad --route '" + std::string(text) + "': " + why);
+}
+
+bool InRouteRange(uint32_t v4) {
+  const uint32_t host = v4 & ~kRouteMask;
+  return (v4 & kRouteMask) == kRouteNet && host >= kFirstHost && host <= kLastHost;
+}
+
+Result<std::chrono::milliseconds> ParseProbeTimeout(std::string_view text) {
+  int64_t ms = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, ms);
+  if (text.empty() || ec != std::errc() || ptr != end || ms < 1 || ms > kMaxProbeTimeout.count()) {
+    return Error::Message("bad --probe-timeout-ms '" + std::string(text) + "': expected 1.." +
+                          std::to_string(kMaxProbeTimeout.count()));
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+// Splits "--name=value" or "--name value"; advances `i` past a separate value.
+// nullopt when args[i] is not option `name`.
+std::optional<Result<std::string>> TakeOptionValue(std::span<const std::string> args, size_t& i,
+                                                   std::string_view name) {
+  std::string_view arg = args[i];
+  if (arg.substr(0, name.size()) != name) return std::nullopt;
+  std::string_view rest = arg.substr(name.size());
+  if (!rest.empty()) {
+    if (rest[0] != '=') return std::nullopt;
+    return Result<std::string>(std::string(rest.substr(1)));
+  }
+  if (i + 1 >= args.size()) {
+    return Result<std::string>(Error::Message(std::string(name) + " needs a value"));
+  }
+  ++i;
+  return Result<std::string>(args[i]);
+}
+
+Status CheckNoDuplicate(const std::vector<SuperviseRoute>& routes, const SuperviseRoute& route) {
+  for (const SuperviseRoute& other : routes) {
+    if (other.listen == route.listen) {
+      return BadRoute(route.text, "address " + route.listen.ToString() + " used twice");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string_view SuperviseUsage() { return kUsage; }
+
+Result<SuperviseRoute> ParseRoute(std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos) return BadRoute(text, "expected ADDR:PORT=SOCKET_PATH");
+  auto listen = relay::SocketAddress::Parse(text.substr(0, eq));
+  if (!listen) return BadRoute(text, listen.error().Render());
+  if (!listen->is_v4() || !InRouteRange(listen->v4())) {
+    return BadRoute(text, "address " + listen->IpString() +
+                              " is outside 127.77.0.0/24 (127.77.0.2 .. 127.77.0.254)");
+  }
+  std::string path(text.substr(eq + 1));
+  if (path.empty() || path[0] != '/') {
+    return BadRoute(text, "the socket path must be absolute");
+  }
+  auto target = relay::Endpoint::Unix(path);
+  if (!target) return BadRoute(text, target.error().Render());
+  return SuperviseRoute{*listen, std::move(*target), std::string(text)};
+}
+
+Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args) {
+  SuperviseConfig config;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.empty() || arg[0] != '-') break;
+    if (arg == "--help" || arg == "-h") {
+      config.help = true;
+      return config;
+    }
+    if (auto value = TakeOptionValue(args, i, "--route")) {
+      if (!*value) return value->error();
+      auto route = ParseRoute(**value);
+      if (!route) return route.error();
+      if (auto dup = CheckNoDuplicate(config.routes, *route); !dup) return dup.error();
+      config.routes.push_back(std::move(*route));
+    } else if (auto timeout = TakeOptionValue(args, i, "--probe-timeout-ms")) {
+      if (!*timeout) return timeout->error();
+      auto ms = ParseProbeTimeout(**timeout);
+      if (!ms) return ms.error();
+      config.probe_timeout = *ms;
+    } else {
+      return Error::Message("unknown option '" + arg + "' (see --help)");
+    }
+  }
+  config.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (config.command.empty()) return Error::Message("no command given (after --)");
+  return config;
+}
+
+}  // namespace sbx::supervise

@@ -1,0 +1,53 @@
+// The `ateam-sandbox supervise` command line, parsed into plain data:
+//   supervise --route ADDR:PORT=SOCKET_PATH [--route ...] [--probe-timeout-ms N] -- CMD [ARGS...]
+// e.g. `--route 127.77.0.2:443=/run/ateam-tunnel/route-0.sock`.
+//
+// Who calls it: RunSuperviseCommand, in the supervisor process before any setup step. Pure:
+// no I/O, no syscalls, any thread. Errors are one-line messages without the program prefix.
+#pragma once
+
+#include <chrono>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "relay/endpoint.h"
+#include "relay/socket_address.h"
+
+namespace sbx::supervise {
+
+// One route of the tunnel: the supervisor listens on `listen` inside the sandbox's network
+// namespace and hands every connection over to the host relay's Unix socket `target`.
+struct SuperviseRoute {
+  relay::SocketAddress listen;  // 127.77.0.N:PORT, N in 2..254 (netns/hosts.h plan)
+  relay::Endpoint target;       // unix:SOCKET_PATH, an absolute path
+  std::string text;             // the --route value as given, to name the route in messages
+};
+
+inline constexpr std::chrono::milliseconds kDefaultProbeTimeout{5000};
+inline constexpr std::chrono::milliseconds kMaxProbeTimeout{600000};
+
+struct SuperviseConfig {
+  std::vector<SuperviseRoute> routes;  // command-line order; none is allowed
+  std::chrono::milliseconds probe_timeout = kDefaultProbeTimeout;
+  std::vector<std::string> command;  // argv of the agent, never empty
+  bool help = false;                 // --help: print usage, run nothing
+};
+
+// Parses one --route value. Rejected: a missing '=', an address that is not numeric IPv4
+// with a port (1..65535), an address outside 127.77.0.2..127.77.0.254, a relative or empty
+// socket path, a path too long for sockaddr_un.
+base::Result<SuperviseRoute> ParseRoute(std::string_view text);
+
+// Parses the arguments after `supervise`. Options: --route VALUE / --route=VALUE (repeated),
+// --probe-timeout-ms N / --probe-timeout-ms=N (1..600000), --help. The command starts after
+// `--`, or at the first argument that does not start with '-'. Rejected besides bad values:
+// unknown options, a missing command, the same listen address twice.
+base::Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args);
+
+// The usage text printed by --help.
+std::string_view SuperviseUsage();
+
+}  // namespace sbx::supervise

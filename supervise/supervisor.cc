@@ -1,0 +1,154 @@
+#include "supervise/supervisor.h"
+
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/syscalls.h"
+#include "relay/event_loop.h"
+#include "supervise/agent_process.h"
+#include "supervise/tunnel_setup.h"
+
+namespace sbx::supervise {
+namespace {
+
+using base::ErrnoError;
+using base::Error;
+using base::Result;
+using base::Status;
+using base::UniqueFd;
+
+// Blocks the signals the loop handles and returns a signalfd for them. Blocked before
+// anything else so that a SIGTERM sent during setup waits in the queue (and reaches the
+// agent) instead of killing us, and no SIGCHLD is lost between the fork and the loop.
+Result<UniqueFd> TakeOverSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return ErrnoError("Can't block signals");
+  UniqueFd fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!fd) return ErrnoError("Can't create a signalfd");
+  // The relay already sends with MSG_NOSIGNAL; this covers any other write to a closed peer.
+  if (::signal(SIGPIPE, SIG_IGN) == SIG_ERR) return ErrnoError("Can't ignore SIGPIPE");
+  return fd;
+}
+
+// The running sandbox: the loop, the agent and the signal stream (the routes' listeners are
+// the host relay's by now).
+class Supervision {
+ public:
+  Supervision(std::unique_ptr<relay::EventLoop> loop, UniqueFd signal_fd)
+      : loop_(std::move(loop)), signal_fd_(std::move(signal_fd)) {}
+  ~Supervision() {
+    if (!exit_code_ && agent_.pidfd) KillAgent();
+  }
+  Supervision(const Supervision&) = delete;
+  Supervision& operator=(const Supervision&) = delete;
+
+  // Takes the agent and watches its pidfd and the signalfd.
+  Status Watch(AgentProcess agent);
+  // Runs until the agent is gone (or a second signal); returns the exit code.
+  Result<int> Run();
+
+ private:
+  void OnSignals();
+  void ReapChildren();
+  void KillAgent();
+  void Finish(int code) {
+    exit_code_ = code;
+    loop_->Stop();
+  }
+
+  std::unique_ptr<relay::EventLoop> loop_;
+  UniqueFd signal_fd_;
+  AgentProcess agent_;
+  int stop_signals_ = 0;
+  std::optional<int> exit_code_;
+};
+
+Status Supervision::Watch(AgentProcess agent) {
+  agent_ = std::move(agent);
+  if (auto w =
+          loop_->WatchCallback(agent_.pidfd.get(), EPOLLIN, [this](uint32_t) { ReapChildren(); });
+      !w) {
+    return w;
+  }
+  return loop_->WatchCallback(signal_fd_.get(), EPOLLIN, [this](uint32_t) { OnSignals(); });
+}
+
+Result<int> Supervision::Run() {
+  // A child that exited between the fork and the first poll is still pending on the pidfd
+  // and the signalfd, both level-triggered, so no check is needed before running.
+  if (auto run = loop_->Run(); !run) return run.error();
+  if (!exit_code_) return Error(0, "The event loop stopped before the agent exited");
+  return *exit_code_;
+}
+
+void Supervision::OnSignals() {
+  signalfd_siginfo info{};
+  bool child_signal = false;
+  while (::read(signal_fd_.get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+    const int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGCHLD) {
+      child_signal = true;
+      continue;
+    }
+    // SIGTERM/SIGINT: the first is the host asking the agent to stop; a second means it
+    // must stop now, and our exit as pid 1 takes the whole sandbox with it.
+    if (++stop_signals_ == 1) {
+      (void)base::PidfdSendSignal(agent_.pidfd.get(), sig);
+    } else {
+      KillAgent();
+      Finish(128 + sig);
+      return;
+    }
+  }
+  if (child_signal) ReapChildren();
+}
+
+// Reaps every exited child: the agent, and the orphans re-parented to pid 1.
+void Supervision::ReapChildren() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid <= 0) return;  // none exited yet, or ECHILD
+    if (pid == agent_.pid && !exit_code_) Finish(ExitCodeFromWaitStatus(status));
+  }
+}
+
+void Supervision::KillAgent() {
+  if (base::PidfdSendSignal(agent_.pidfd.get(), SIGKILL) == 0) {
+    (void)::waitpid(agent_.pid, nullptr, 0);
+  }
+}
+
+}  // namespace
+
+Result<int> RunSupervisor(const SuperviseConfig& config) {
+  auto signal_fd = TakeOverSignals();
+  if (!signal_fd) return signal_fd.error();
+  if (auto net = EnterPrivateNetwork(); !net) return net.error();
+  // Every route is handed over before the fork: a failure here needs no agent to be killed.
+  if (auto routes = HandOverRouteListeners(config); !routes) return routes.error();
+  if (auto drop = DropAllPrivileges(); !drop) return drop.error();
+
+  auto loop = relay::EventLoop::Create();
+  if (!loop) return loop.error();
+  Supervision supervision(std::move(*loop), std::move(*signal_fd));
+  auto agent = SpawnAgent(config.command);
+  if (!agent) return agent.error();
+  if (auto watch = supervision.Watch(std::move(*agent)); !watch) return watch.error();
+  return supervision.Run();
+}
+
+}  // namespace sbx::supervise
