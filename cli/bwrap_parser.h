@@ -1,5 +1,5 @@
 // The bwrap 0.11.1 command line: argv -> runtime::SandboxSpec, with bwrap's option
-// semantics, post-parse validation, messages and outcomes (bwrap-reference.md §1, §2, §5).
+// semantics, post-parse validation, messages and outcomes (docs/bwrap-behaviour.md).
 //
 // ParseBwrapArgs is pure in the sense that it never prints and never exits: it returns
 // what bwrap would do (run, print help/version, print usage, die) and the exact stderr

@@ -1,4 +1,4 @@
-// The dispatch layout of DESIGN.md as a runtime::SandboxSpec: read-only host system, throwaway
+// The dispatch layout (docs/threat-model.md) as a runtime::SandboxSpec: read-only host system, throwaway
 // home and /tmp, one read-only credentials file, the tunnel directory, a generated
 // /etc/hosts, the workspace and the out dir as the only writable places, an allowlisted
 // environment, every namespace new (the network one is made by the supervisor, pid 1).

@@ -1,5 +1,5 @@
 // Bad input: exact diagnostics (one `bwrap: ...` line on stderr) and exit codes, plus
-// --help, --version and the usage text (bwrap-reference.md section 5).
+// --help, --version and the usage text (docs/bwrap-behaviour.md, "Diagnostics and exit codes").
 #include <regex>
 #include <string>
 

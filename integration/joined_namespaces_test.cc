@@ -1,5 +1,5 @@
-// --userns, --userns2 and --pidns with real namespaces (bwrap-reference.md §2.2, §3.2 step
-// 16, §3.3, §3.4 step 1): a helper process tree holds a user namespace, a pid namespace
+// --userns, --userns2 and --pidns with real namespaces (docs/bwrap-behaviour.md, "The sequence, as seen from
+// outside"): a helper process tree holds a user namespace, a pid namespace
 // owned by it and a nested user namespace, the way a container runtime would, and hands
 // their /proc/PID/ns files to the sandbox as inherited fds. The probe then shows which
 // namespaces it runs in. Run as root and as an unprivileged user (scripts/run_matrix.sh);

@@ -15,7 +15,7 @@
 namespace sbx::integration {
 
 // Prefix of the skip message for tests of behaviour that Debian's bwrap 0.8.0 lacks or
-// implements differently from 0.11.1 (bwrap-reference.md section 6).
+// implements differently from 0.11.1 (docs/bwrap-behaviour.md, the last section).
 inline constexpr char kSkip080[] = "the binary under test is bubblewrap 0.8.0, which ";
 
 class SandboxTest : public ::testing::Test {

@@ -1,4 +1,4 @@
-// The monitor's side of --userns and --pidns (bwrap-reference §3.2 step 16, §3.4 step 1):
+// The monitor's side of --userns and --pidns (docs/bwrap-behaviour.md, "The sequence"):
 // joining the caller's user namespace before clone, and finding and adopting the process
 // the child forks into the caller's pid namespace.
 #include "runtime/joined_namespaces.h"
@@ -41,7 +41,7 @@ pid_t ParentOf(pid_t pid) {
 }  // namespace
 
 // --userns: the monitor itself enters the namespace before clone, so the namespaces the
-// clone creates are owned by it (bwrap-reference §3.2 step 16).
+// clone creates are owned by it (the monitor joins --userns before the clone).
 base::Status JoinUserNamespace(int fd) {
   if (::setns(fd, CLONE_NEWUSER) == 0) return {};
   if (errno == EINVAL) {

@@ -1,5 +1,5 @@
 // The --info-fd and --json-status-fd documents, written by the monitor exactly as bwrap
-// writes them (bwrap-reference §2.4).
+// writes them (docs/bwrap-behaviour.md).
 #pragma once
 
 #include <sys/types.h>

@@ -6,7 +6,7 @@
 // CAP_NET_BIND_SERVICE for ports below 1024), and /proc mounted. Single-threaded.
 // Irreversible for the calling process.
 //
-// Steps, in order (DESIGN.md, "The network tunnel"):
+// Steps, in order (docs/tunnel.md):
 //   1. block SIGCHLD/SIGTERM/SIGINT (read through a signalfd), ignore SIGPIPE;
 //   2. unshare(CLONE_NEWNET), check the netns owner, bring lo up;
 //   3. bind one TCP listener per route, connect each route's handoff channel (the probe),

@@ -1,4 +1,4 @@
-// The supervisor's setup steps, before the agent exists (DESIGN.md, "The network tunnel").
+// The supervisor's setup steps, before the agent exists (docs/tunnel.md).
 //
 // Who calls it: RunSupervisor, in the supervisor process (pid 1 of the sandbox's pid
 // namespace, inside the sandbox's user and mount namespaces, started in the host network

@@ -1,4 +1,4 @@
-// The parity matrix (issue 3): one table of scenarios, each run by the native backend
+// The parity matrix: one table of scenarios, each run by the native backend
 // (<build>/compat/bwrap) and by the bwrap backend (`ateam-sandbox bwrap --backend bwrap`,
 // which execs Debian's /usr/bin/bwrap 0.8.0), whose observable results must be identical.
 //

@@ -1,5 +1,5 @@
 // Parity rows: filesystem operations and the monitoring / synchronisation fds
-// (bwrap-reference.md sections 2.4, 2.5 and 5).
+// (docs/bwrap-behaviour.md).
 #include <string>
 
 #include "integration/parity/scenario.h"

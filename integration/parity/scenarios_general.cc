@@ -1,5 +1,5 @@
 // Parity rows: general options, bad input of the command line, namespaces and identity
-// (bwrap-reference.md sections 1, 2.1, 2.2 and 5).
+// (docs/bwrap-behaviour.md).
 #include <chrono>
 #include <string>
 

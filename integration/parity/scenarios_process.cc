@@ -1,5 +1,5 @@
 // Parity rows: environment, working directory, process options, capabilities, labels,
-// exit statuses and seccomp (bwrap-reference.md sections 2.3, 2.6 and 5).
+// exit statuses and seccomp (docs/bwrap-behaviour.md).
 #include "integration/parity/scenario.h"
 
 namespace sbx::integration::parity {

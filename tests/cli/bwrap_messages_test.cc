@@ -1,5 +1,5 @@
 // bwrap's messages, outcomes and exit statuses for everything the parser and the
-// post-parse validation decide (bwrap-reference.md §5).
+// post-parse validation decide (docs/bwrap-behaviour.md, "Diagnostics and exit codes").
 #include <gtest/gtest.h>
 
 #include <cstdio>
