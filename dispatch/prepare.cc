@@ -96,8 +96,15 @@ base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
   char* end = nullptr;
   unsigned long uid = std::strtoul(who.c_str(), &end, 10);
   unsigned long gid = uid;
-  if (end != who.c_str() && *end == ':') gid = std::strtoul(end + 1, &end, 10);
-  if (end == who.c_str() || *end != '\0' || uid == 0 || uid > 0xfffffffeUL || gid > 0xfffffffeUL) {
+  bool uid_digits = end != who.c_str();
+  if (uid_digits && *end == ':') {
+    const char* gid_start = end + 1;
+    gid = std::strtoul(gid_start, &end, 10);
+    if (end == gid_start) uid_digits = false;  // "UID:" with no GID is malformed, not gid 0
+  }
+  // Neither id may be root's: group 0 opens root-group files as surely as uid 0 opens root's.
+  if (!uid_digits || *end != '\0' || uid == 0 || gid == 0 || uid > 0xfffffffeUL ||
+      gid > 0xfffffffeUL) {
     return base::Error::Message(fmt::format("--run-as: no such user, and not UID[:GID]: {}", who));
   }
   return std::optional<runtime::SandboxSpec::HostIds>{

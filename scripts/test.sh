@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run):
 #   1. configure + build everything in build/ (RelWithDebInfo)
-#   2. unit tests                      ctest -L unit
+#   2. unit tests                      ctest -L 'unit|namespaces'
 #   3. unit tests again under ASan+UBSan, built in build-asan/
 #   4. the real agents (claude, opencode) from npm, for the agent tests of the matrix:
 #      scripts/install-agents.sh into $SBX_AGENTS_DIR (default: its --default-dir); when the
@@ -34,14 +34,14 @@ if [[ ! -x build/ateam-sandbox ]]; then
 fi
 
 step "unit tests (build/)"
-ctest --test-dir build -L unit --no-tests=error --output-on-failure
+ctest --test-dir build -L 'unit|namespaces' --no-tests=error --output-on-failure
 
 step "unit tests under ASan+UBSan (build-asan/)"
 # Only the unit tests: the integration suite runs the real binary in the matrix below.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSBX_ASAN=ON -DSBX_UBSAN=ON \
   -DSBX_BUILD_INTEGRATION=OFF -DSBX_BUILD_BENCH=OFF
 cmake --build build-asan -j"$jobs"
-ctest --test-dir build-asan -L unit --no-tests=error --output-on-failure
+ctest --test-dir build-asan -L 'unit|namespaces' --no-tests=error --output-on-failure
 
 step "real agents from npm (scripts/install-agents.sh)"
 SBX_AGENTS_DIR=${SBX_AGENTS_DIR:-$(scripts/install-agents.sh --default-dir)}

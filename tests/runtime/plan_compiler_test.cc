@@ -17,32 +17,56 @@ using fixtures::UserHost;
 TEST(PlanCompilerTest, GoldenPlanForUnprivilegedCaller) {
   auto plan = CompilePlan(TypicalSpec(), UserHost());
   ASSERT_TRUE(plan) << plan.error().Render();
-  EXPECT_EQ(
-      PrintPlan(*plan),
-      "mode: unprivileged\n"
-      "namespaces: user mnt pid net ipc uts cgroup\n"
-      "uid map: 0 1000 1\n"
-      "gid map: 0 1000 1\n"
-      "nested uid map: 1000 0 1\n"
-      "nested gid map: 1000 0 1\n"
-      "sandbox ids: 1000:1000\n"
-      "op 0: bind /usr -> /usr (ro)\n"
-      "op 1: symlink /bin -> usr/bin\n"
-      "op 2: proc /proc\n"
-      "op 3: dev /dev\n"
-      "op 4: tmpfs /tmp mode=0755\n"
-      "loopback: up\n" +
-          [&] {
-            std::string caps;
-            for (const auto& l : security::DescribeCapPlan(plan->caps)) caps += "caps: " + l + "\n";
-            return caps;
-          }() +
-          "seccomp programs: 0\n"
-          "no_new_privs: yes; new session: yes; die with parent: yes\n"
-          "pid 1: reaper\n"
-          "cwd: /home/user | /home/user | /\n"
-          "exec: true argv: true\n"
-          "env: 2 variables\n");
+  EXPECT_EQ(PrintPlan(*plan),
+            "mode: unprivileged\n"
+            "namespaces: user mnt pid net ipc uts cgroup\n"
+            "uid map: 0 1000 1\n"
+            "gid map: 0 1000 1\n"
+            "nested uid map: 1000 0 1\n"
+            "nested gid map: 1000 0 1\n"
+            "sandbox ids: 1000:1000\n"
+            "op 0: bind /usr -> /usr (ro)\n"
+            "op 1: symlink /bin -> usr/bin\n"
+            "op 2: proc /proc\n"
+            "op 3: dev /dev\n"
+            "op 4: tmpfs /tmp mode=0755\n"
+            "loopback: up\n"
+            "caps: capabilities: bounding set keeps none\n"
+            "caps: capabilities: permitted=effective=inheritable none\n"
+            "caps: capabilities: ambient raise none before exec\n"
+            "seccomp programs: 0\n"
+            "no_new_privs: yes; new session: yes; die with parent: yes\n"
+            "pid 1: reaper\n"
+            "cwd: /home/user | /home/user | /\n"
+            "exec: true argv: true\n"
+            "env: 2 variables\n");
+}
+
+TEST(PlanCompilerTest, GoldenPlanForRootCaller) {
+  SandboxSpec spec = TypicalSpec();
+  spec.unshare_user_try = false;
+  auto plan = CompilePlan(spec, RootHost());
+  ASSERT_TRUE(plan) << plan.error().Render();
+  EXPECT_EQ(PrintPlan(*plan),
+            "mode: root\n"
+            "namespaces: mnt pid net ipc uts cgroup\n"
+            "sandbox ids: 0:0\n"
+            "op 0: bind /usr -> /usr (ro)\n"
+            "op 1: symlink /bin -> usr/bin\n"
+            "op 2: proc /proc\n"
+            "op 3: dev /dev\n"
+            "op 4: tmpfs /tmp mode=0755\n"
+            "loopback: up\n"
+            "caps: capabilities: bounding set unchanged (no new user namespace)\n"
+            "caps: capabilities: caller's sets kept, capset skipped (root caller, no "
+            "--cap-add/--cap-drop)\n"
+            "caps: capabilities: ambient raise all before exec\n"
+            "seccomp programs: 0\n"
+            "no_new_privs: yes; new session: yes; die with parent: yes\n"
+            "pid 1: reaper\n"
+            "cwd: /work | /home/user | /\n"
+            "exec: true argv: true\n"
+            "env: 2 variables\n");
 }
 
 TEST(PlanCompilerTest, RootCallerGetsNoUserNamespaceUnlessAsked) {
