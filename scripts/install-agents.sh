@@ -12,9 +12,11 @@
 # SBX_AGENTS_DIR=DIR. Pinned versions keep the fake API server's answers in step with what
 # the client expects; an existing install of the same versions is kept as is.
 #
-# Exits 0 in every case where the agents cannot be had (no npm, registry unreachable,
-# install failed): it prints a loud "SKIP: ..." line, leaves no half-installed DIR, and the
-# agent tests then skip with a message naming DIR. It exits non-zero only on bad usage.
+# Exit status: 0 when the agents are installed; 3 when the npm registry cannot be reached
+# (a loud "SKIP: ..." line; the agent tests then skip with a message naming DIR, and
+# scripts/test.sh lets them); 1 when the registry answers but npm is missing, the install
+# fails or the installed agents do not run (a real failure: CI must not turn it into a
+# skip); 2 on bad usage. It never leaves a half-installed DIR.
 set -euo pipefail
 
 claude_version=${SBX_CLAUDE_CODE_VERSION:-2.1.197}
@@ -43,7 +45,11 @@ skip() {
   echo "install-agents: SKIP: $*" >&2
   echo "install-agents: the agent tests (claude, opencode inside run) will be SKIPPED" >&2
   echo "install-agents: ##################################################################" >&2
-  exit 0
+  exit 3
+}
+fail() {
+  echo "install-agents: FAILED: $*" >&2
+  exit 1
 }
 
 # Every agent answers --version from the install; a postinstall that npm did not run (npm's
@@ -67,8 +73,8 @@ if [[ -f "$dir/.sbx-agents" && $(cat "$dir/.sbx-agents") == "$stamp" ]] && agent
   exit 0
 fi
 
-command -v npm >/dev/null 2>&1 || skip "npm is not installed (Node.js with npm is needed)"
-command -v node >/dev/null 2>&1 || skip "node is not installed"
+command -v npm >/dev/null 2>&1 || fail "npm is not installed (scripts/install-deps.sh installs it)"
+command -v node >/dev/null 2>&1 || fail "node is not installed (scripts/install-deps.sh installs it)"
 registry=$(npm config get registry 2>/dev/null || echo "the npm registry")
 ping_rc=0
 ping_out=$(timeout 40 npm ping --fetch-retries=1 --fetch-timeout=15000 2>&1) || ping_rc=$?
@@ -95,11 +101,11 @@ if ! timeout "$npm_timeout" npm install --prefix "$tmp" --no-audit --no-fund --n
   --loglevel=error "@anthropic-ai/claude-code@$claude_version" "opencode-ai@$opencode_version" \
   >"$log" 2>&1; then
   tail -n 5 "$log" >&2 || true
-  skip "npm install failed or timed out (npm registry unreachable?)"
+  fail "npm install failed or timed out although the registry answered (log above)"
 fi
 agents_work "$tmp" || run_postinstalls "$tmp"
 if ! agents_work "$tmp"; then
-  skip "the installed agents do not run (--version failed after their postinstall)"
+  fail "the installed agents do not run (--version failed after their postinstall)"
 fi
 rm -f "$log"
 echo "$stamp" >"$tmp/.sbx-agents"

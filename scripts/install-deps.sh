@@ -13,7 +13,13 @@ packages=(
   clang-format clang-tidy
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
+  nodejs   # npm installs the real agents for the agent tests (scripts/install-agents.sh)
 )
+# Debian's npm, unless a Node.js that brings its own npm is installed already (NodeSource's
+# nodejs package ships /usr/bin/npm and conflicts with Debian's npm package).
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 
 if [[ "${1:-}" == "--if-missing" ]]; then
   missing=()

@@ -99,11 +99,12 @@ total_failed=0
 total_skipped=0
 overall=0
 
-# Runs ctest, keeps its output (and closing line) visible, and records the counts.
-# $1: label for the summary; rest: the command.
+# Runs ctest, keeps its output (and closing line) visible, and records the counts and
+# (scripts/record-skips.sh, into $SBX_SKIP_LOG) the skipped tests.
+# $1: tier key for the skip log (BACKEND/CALLER); $2: label for the summary; rest: the command.
 run_tier() {
-  local label=$1
-  shift
+  local key=$1 label=$2
+  shift 2
   local log
   log=$(mktemp)
   echo
@@ -117,6 +118,7 @@ run_tier() {
   total=$(sed -nE 's/.* out of ([0-9]+)$/\1/p' <<<"$closing")
   failed=$(sed -nE 's/.* ([0-9]+) tests? failed.*/\1/p' <<<"$closing")
   skipped=$(grep -cE '\(Skipped\)$' "$log" || true)
+  "$repo/scripts/record-skips.sh" "$key" "$log"
   rm -f "$log"
   if [[ -z "$total" ]]; then
     summary+=("FAIL  $label: ctest printed no result (exit $rc)")
@@ -162,11 +164,11 @@ stage=$(stage_for_user)
 
 for backend in $backends; do
   if [[ $(id -u) -eq 0 ]]; then
-    run_tier "$backend backend, caller root" \
+    run_tier "$backend/root" "$backend backend, caller root" \
       env SBX_BWRAP="$(prefix_for "$backend" "$build")" SBX_PROBE="$probe" \
       SBX_RUN_BACKEND="$backend" SBX_AGENTS_DIR="$agents_dir" \
       ctest --test-dir "$build" -L integration -E ParityTest --no-tests=error --output-on-failure
-    run_tier "$backend backend, caller $ci_user (uid $(id -u "$ci_user"))" \
+    run_tier "$backend/user" "$backend backend, caller $ci_user (uid $(id -u "$ci_user"))" \
       runuser -u "$ci_user" -- env -C "$stage" TMPDIR=/tmp \
       SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
       SBX_ATEAM="$stage/ateam-sandbox" SBX_RUN_BACKEND="$backend" \
@@ -174,7 +176,7 @@ for backend in $backends; do
       ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
   else
     echo "run_matrix: not root: running only as $(id -un); the root tier is not covered" >&2
-    run_tier "$backend backend, caller $(id -un) (uid $(id -u))" \
+    run_tier "$backend/user" "$backend backend, caller $(id -un) (uid $(id -u))" \
       env -C "$stage" SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
       SBX_AGENTS_DIR="$agents_dir" \
       ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
@@ -184,10 +186,10 @@ done
 # The parity matrix runs both backends itself, once per caller.
 if [[ -x "$build/integration/parity/parity_test" ]]; then
   if [[ $(id -u) -eq 0 ]]; then
-    run_tier "parity matrix (native vs bwrap backend), caller root" \
+    run_tier parity/root "parity matrix (native vs bwrap backend), caller root" \
       env SBX_PROBE="$probe" \
       ctest --test-dir "$build" -R ParityTest --no-tests=error --output-on-failure
-    run_tier "parity matrix (native vs bwrap backend), caller $ci_user" \
+    run_tier parity/user "parity matrix (native vs bwrap backend), caller $ci_user" \
       runuser -u "$ci_user" -- env -C "$stage" TMPDIR=/tmp SBX_PROBE="$stage/probe" \
       SBX_PARITY_NATIVE="$stage/compat/bwrap" \
       SBX_PARITY_BWRAP="$stage/ateam-sandbox bwrap --backend bwrap" \

@@ -2,11 +2,14 @@
 # The project's test command (README, .ci/run):
 #   1. configure + build everything in build/ (RelWithDebInfo)
 #   2. unit tests                      ctest -L 'unit|namespaces'
-#   3. unit tests again under ASan+UBSan, built in build-asan/
-#   4. the real agents (claude, opencode) from npm, for the agent tests of the matrix:
-#      scripts/install-agents.sh into $SBX_AGENTS_DIR (default: its --default-dir); when the
-#      npm registry cannot be reached it says SKIP and those tests skip
-#   5. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS)
+#   3. the unit tests again as the unprivileged user sbx-ci (scripts/unit-as-user.sh)
+#   4. unit tests again under ASan+UBSan, built in build-asan/
+#   5. the real agents (claude, opencode) from npm, for the agent tests of the matrix:
+#      scripts/install-agents.sh into $SBX_AGENTS_DIR (default: its --default-dir); only an
+#      unreachable npm registry lets those tests skip, and the summary says so loudly
+#   6. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS)
+#   7. the skip budget: every skipped test of steps 2-6 must be listed, with its reason, in
+#      .ci/expected-skips (scripts/check-skips.sh)
 # Stops at the first failing step. $SBX_JOBS sets the build parallelism (default 2).
 set -euo pipefail
 
@@ -15,6 +18,20 @@ cd "$repo"
 jobs=${SBX_JOBS:-2}
 
 step() { printf '\n### %s\n' "$*"; }
+
+# Every skipped test of every tier, "TIER TEST" per line (scripts/record-skips.sh).
+export SBX_SKIP_LOG=${SBX_SKIP_LOG:-$(mktemp /tmp/sbx-skips.XXXXXX)}
+: >"$SBX_SKIP_LOG"
+# ctest with its output kept for the skip log; $1: tier, rest: ctest arguments.
+ctest_tier() {
+  local tier=$1 log rc=0
+  shift
+  log=$(mktemp)
+  ctest "$@" 2>&1 | tee "$log" || rc=$?
+  scripts/record-skips.sh "$tier" "$log"
+  rm -f "$log"
+  return "$rc"
+}
 
 step "dependencies"
 scripts/install-deps.sh --if-missing
@@ -34,19 +51,31 @@ if [[ ! -x build/ateam-sandbox ]]; then
 fi
 
 step "unit tests (build/)"
-ctest --test-dir build -L 'unit|namespaces' --no-tests=error --output-on-failure
+ctest_tier unit/root --test-dir build -L 'unit|namespaces' --no-tests=error --output-on-failure
+
+step "unit tests as the unprivileged user (scripts/unit-as-user.sh)"
+scripts/unit-as-user.sh build
 
 step "unit tests under ASan+UBSan (build-asan/)"
 # Only the unit tests: the integration suite runs the real binary in the matrix below.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSBX_ASAN=ON -DSBX_UBSAN=ON \
   -DSBX_BUILD_INTEGRATION=OFF -DSBX_BUILD_BENCH=OFF
 cmake --build build-asan -j"$jobs"
-ctest --test-dir build-asan -L 'unit|namespaces' --no-tests=error --output-on-failure
+ctest_tier asan/root --test-dir build-asan -L 'unit|namespaces' --no-tests=error --output-on-failure
 
 step "real agents from npm (scripts/install-agents.sh)"
 SBX_AGENTS_DIR=${SBX_AGENTS_DIR:-$(scripts/install-agents.sh --default-dir)}
 export SBX_AGENTS_DIR
-scripts/install-agents.sh "$SBX_AGENTS_DIR"
+agents_rc=0
+scripts/install-agents.sh "$SBX_AGENTS_DIR" || agents_rc=$?
+case $agents_rc in
+  0) ;;
+  3) export SBX_AGENTS_UNAVAILABLE="the npm registry could not be reached (see install-agents' SKIP line)" ;;
+  *) echo "test.sh: FAILED: scripts/install-agents.sh exited $agents_rc" >&2; exit 1 ;;
+esac
 
 step "integration matrix"
 SBX_BUILD_DIR="$repo/build" scripts/run_matrix.sh
+
+step "skip budget (scripts/check-skips.sh, .ci/expected-skips)"
+scripts/check-skips.sh "$SBX_SKIP_LOG" .ci/expected-skips

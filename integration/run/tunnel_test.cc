@@ -118,9 +118,12 @@ TEST_F(RunTunnelTest, EverythingButTheRouteFailsFast) {
   for (const auto& [name, cmd] : cases) {
     std::string line = Get(r, name);
     EXPECT_EQ(line.find("OK"), std::string::npos) << name << ": " << line;
-    auto at = line.find("elapsed_ms: ");
-    ASSERT_NE(at, std::string::npos) << name << ": " << line;
-    EXPECT_LT(std::atoi(line.c_str() + at + 12), 2000) << name << ": " << line;
+    // Fails fast: refused or unresolvable at once, never a connect that hangs until the
+    // client's own 5 s cap (ETIMEDOUT).
+    EXPECT_EQ(line.find("ETIMEDOUT"), std::string::npos) << name << ": " << line;
+    EXPECT_TRUE(line.find(": E") != std::string::npos || line.find("gai:") != std::string::npos ||
+                line.find("resolve: ") != std::string::npos)
+        << name << ": " << line;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_FALSE(udp.Receive().has_value()) << "a UDP datagram left the sandbox";
@@ -136,7 +139,8 @@ TEST_F(RunTunnelTest, UpstreamDownFailsCleanlyAndKeepsTheExitCode) {
   EXPECT_EQ(res.exit_code, 7) << Describe(res);
   Report r = ParseReport(res.out);
   EXPECT_EQ(Get(r, "received"), "0") << Describe(res);
-  EXPECT_LT(std::atoi(Get(r, "elapsed_ms").c_str()), 2000) << Describe(res);
+  // Reset or closed at once: never the client's 5 s receive timeout (EAGAIN).
+  EXPECT_TRUE(Get(r, "request") == "EOF" || Get(r, "request") == "ECONNRESET") << Describe(res);
   std::string lines = ReadFile(ledger).value_or("");
   EXPECT_NE(lines.find("\"host\":\"api.example.test\""), std::string::npos) << lines;
   EXPECT_NE(lines.find("\"error\""), std::string::npos) << lines;

@@ -85,11 +85,14 @@ TEST(EventLoopTest, PidfdOfAnExitingChildStopsTheLoop) {
     GTEST_SKIP() << "pidfd_open unavailable: errno " << err;
   }
   auto loop = MakeLoop();
-  ASSERT_TRUE(loop->WatchCallback(pidfd.get(), EPOLLIN, [&](uint32_t) { loop->Stop(); }));
-  loop->AddTimer(10s, [&] { loop->Stop(); });  // a safety net, not the expected path
-  auto start = std::chrono::steady_clock::now();
+  bool stopped_by_pidfd = false;
+  ASSERT_TRUE(loop->WatchCallback(pidfd.get(), EPOLLIN, [&](uint32_t) {
+    stopped_by_pidfd = true;
+    loop->Stop();
+  }));
+  loop->AddTimer(60s, [&] { loop->Stop(); });  // watchdog: fails a hung loop, not a timing bound
   ASSERT_TRUE(loop->Run());
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_TRUE(stopped_by_pidfd) << "the watchdog, not the child's exit, ended the loop";
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_EQ(WEXITSTATUS(status), 7);

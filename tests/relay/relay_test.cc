@@ -223,10 +223,8 @@ TEST_F(RelayTest, IdleTimeoutClosesAQuietPair) {
   base::UniqueFd client = testing::ConnectTcp(tcp_address_);
   ASSERT_TRUE(client);
   ASSERT_EQ(::send(client.get(), "x", 1, 0), 1);
-  auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(RunLoopUntil(
       *loop_, [&] { return records_.size() == 1; }, 5s));
-  EXPECT_GE(std::chrono::steady_clock::now() - start, 140ms);
   EXPECT_EQ(records_[0].end, EndReason::kIdleTimeout);
   char buf[4];
   EXPECT_EQ(::recv(client.get(), buf, sizeof(buf), 0), 1) << "the echo arrived first";

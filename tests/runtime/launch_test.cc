@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -36,11 +38,11 @@ class BwrapLaunchTest : public ::testing::Test {
     auto host = ProbeHostFacts();
     ASSERT_TRUE(host) << host.error().Render();
     host_ = *host;
-    // A bare `--ro-bind / / true` tells whether bwrap can build a sandbox here at all.
-    auto code = LaunchWithBwrap(CompileFor(Spec({"true"})), kBwrap);
-    ASSERT_TRUE(code) << code.error().Render();
-    if (*code != 0)
-      GTEST_SKIP() << "bwrap cannot create a sandbox on this host (exit " << *code << ")";
+    // Whether bwrap can build a sandbox here at all is asked of bwrap itself, never through
+    // LaunchWithBwrap: a regression there must fail these tests, not skip them.
+    int code = std::system("/usr/bin/bwrap --ro-bind / / true >/dev/null 2>&1");
+    if (code != 0)
+      GTEST_SKIP() << "bwrap cannot create a sandbox on this host (status " << code << ")";
   }
 
   static SandboxSpec Spec(std::vector<std::string> command) {

@@ -27,6 +27,13 @@ using testing::SandboxRun;
 
 constexpr char kRouteAddress[] = "127.77.0.2:443";
 
+// The tunnel client binary: the build's, or $SBX_TUNNEL_CLIENT where the tests run from a
+// staged copy (scripts/unit-as-user.sh, for an unprivileged caller).
+std::string TunnelClient() {
+  const char* staged = std::getenv("SBX_TUNNEL_CLIENT");
+  return staged != nullptr && *staged != '\0' ? staged : SBX_TUNNEL_CLIENT;
+}
+
 class SupervisorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -85,7 +92,7 @@ TEST_F(SupervisorTest, RelaysTheRouteAndExitsWithTheAgentsCode) {
   ASSERT_TRUE(host);
   SandboxRun run = RunSupervisorInSandbox(Concat(
       RouteArgs(),
-      {SBX_TUNNEL_CLIENT, kRouteAddress, std::to_string(host_port), "127.77.0.3:443", "42"}));
+      {TunnelClient(), kRouteAddress, std::to_string(host_port), "127.77.0.3:443", "42"}));
   if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
   ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
   EXPECT_EQ(run.exit_code, 42) << run.stderr_text;
@@ -180,7 +187,7 @@ TEST_F(SupervisorTest, RuntimeCapsAreEnoughForAnUnprivilegedPort) {
   testing::SandboxOptions options;
   options.keep_caps = kRuntimeCaps;
   SandboxRun run =
-      RunSupervisorInSandbox({"--route", "127.77.0.2:8443=" + socket_path_, "--", SBX_TUNNEL_CLIENT,
+      RunSupervisorInSandbox({"--route", "127.77.0.2:8443=" + socket_path_, "--", TunnelClient(),
                               "127.77.0.2:8443", std::to_string(host_port), "127.77.0.3:8443", "0"},
                              options);
   if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
