@@ -4,19 +4,23 @@ add_executable(ateam-sandbox
   ${PROJECT_SOURCE_DIR}/cli/main.cc
   ${PROJECT_SOURCE_DIR}/cli/bwrap_command.cc
   ${PROJECT_SOURCE_DIR}/cli/run_command.cc
+  ${PROJECT_SOURCE_DIR}/cli/name_service.cc
 )
 target_include_directories(ateam-sandbox PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_doctor sbx_supervise sbx_dispatch sbx_runtime sbx::fmt CLI11::CLI11)
 # Every exec of the runtime (the bwrap face, `run`, the supervisor in each sandbox) pays
 # for the dynamic loader; a static PIE pays nothing and keeps ASLR. docs/performance.md has
-# the measurement. glibc's NSS still works: `files` and `dns` are built into libc.a, and
-# any other module (e.g. `systemd`) is dlopen()ed from the host's glibc of the same version;
-# ld warns about that for getpwnam and getaddrinfo, which is expected. Sanitizer runtimes
-# cannot be linked statically, so those builds keep only glibc dynamic.
+# the measurement. Name lookups are limited to glibc's built-in NSS modules (files, dns):
+# any other module named in the host's nsswitch.conf would be loaded from the host's glibc,
+# another build than the one linked in, and crash (cli/name_service.h); ld's warnings about
+# getpwnam and getaddrinfo are expected. Sanitizer runtimes cannot be linked statically, so
+# those builds keep only glibc dynamic.
 option(SBX_STATIC_EXE "Link ateam-sandbox as a static PIE" ON)
 if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN))
   # -static-pie picks rcrt1.o; adding -static-libgcc would swap in the wrong start files.
   target_link_options(ateam-sandbox PRIVATE -static-pie)
+  # cli/name_service.h: only glibc's built-in NSS modules in a static executable.
+  target_compile_definitions(ateam-sandbox PRIVATE SBX_STATIC_GLIBC)
 else()
   target_link_options(ateam-sandbox PRIVATE -static-libstdc++ -static-libgcc)
 endif()

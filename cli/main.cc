@@ -13,6 +13,7 @@
 
 #include "cli/bwrap_command.h"
 #include "cli/doctor/doctor_command.h"
+#include "cli/name_service.h"
 #include "cli/run_command.h"
 #include "supervise/supervise_command.h"
 
@@ -79,6 +80,7 @@ int Main(int argc, char** argv) {
 // The commands report their own errors; an exception reaching here is an allocation
 // failure or a bug, and still ends with one line and the face's failure code.
 int main(int argc, char** argv) {
+  sbx::cli::RestrictNameServiceToBuiltins();
   const bool bwrap_face = argc > 0 && BaseName(argv[0]) == "bwrap";
   try {
     return Main(argc, argv);

@@ -103,8 +103,10 @@ base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
     if (end == gid_start) uid_digits = false;  // "UID:" with no GID is malformed, not gid 0
   }
   // Neither id may be root's: group 0 opens root-group files as surely as uid 0 opens root's.
-  if (!uid_digits || *end != '\0' || uid == 0 || gid == 0 || uid > 0xfffffffeUL ||
-      gid > 0xfffffffeUL) {
+  if (uid_digits && *end == '\0' && (uid == 0 || gid == 0)) {
+    return base::Error::Message("--run-as: the sandbox must not run as root (uid or gid 0)");
+  }
+  if (!uid_digits || *end != '\0' || uid > 0xfffffffeUL || gid > 0xfffffffeUL) {
     return base::Error::Message(fmt::format("--run-as: no such user, and not UID[:GID]: {}", who));
   }
   return std::optional<runtime::SandboxSpec::HostIds>{

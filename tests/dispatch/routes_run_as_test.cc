@@ -113,5 +113,16 @@ TEST(ResolveRunAsTest, RootAndGarbageAreRefused) {
   }
 }
 
+TEST(ResolveRunAsTest, RootIdsAreRefusedByName) {
+  for (const char* who : {"0", "root", "1234:0"}) {
+    DispatchRequest request;
+    request.run_as = who;
+    auto ids = ResolveRunAs(request, RootHost());
+    ASSERT_FALSE(ids) << who;
+    EXPECT_NE(ids.error().Render().find("must not run as root"), std::string::npos)
+        << who << ": " << ids.error().Render();
+  }
+}
+
 }  // namespace
 }  // namespace sbx::dispatch
