@@ -7,7 +7,7 @@ add_executable(ateam-sandbox
   ${PROJECT_SOURCE_DIR}/cli/name_service.cc
 )
 target_include_directories(ateam-sandbox PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_doctor sbx_supervise sbx_dispatch sbx_runtime sbx::fmt CLI11::CLI11)
+target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_cli_run sbx_doctor sbx_supervise sbx_dispatch sbx_runtime sbx::fmt CLI11::CLI11)
 # Every exec of the runtime (the bwrap face, `run`, the supervisor in each sandbox) pays
 # for the dynamic loader; a static PIE pays nothing and keeps ASLR. docs/performance.md has
 # the measurement. Name lookups are limited to glibc's built-in NSS modules (files, dns):

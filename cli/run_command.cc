@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "cli/run_args.h"
 #include "dispatch/dispatch.h"
 
 namespace sbx::cli {
@@ -20,7 +21,8 @@ using dispatch::AgentPreset;
 using dispatch::DispatchBackend;
 using dispatch::DispatchRequest;
 
-void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend) {
+void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
+              std::string& timeout) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
@@ -40,19 +42,31 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
       ->check(CLI::IsMember({"native", "bwrap"}));
   app.add_option("--bwrap-path", r.bwrap_path, "the bwrap used by --backend bwrap")
       ->envname("ATEAM_SANDBOX_BWRAP");
-  app.add_option("--timeout", r.timeout_seconds, "kill the whole sandbox after SECONDS")
-      ->check(CLI::PositiveNumber);
+  app.add_option("--timeout", timeout, "kill the whole sandbox after SECONDS");
   app.add_flag("--dry-run", r.dry_run, "print the plan and the equivalent bwrap command line");
   app.add_option("--status-json", r.status_json, "write the dispatch's status document here");
   app.add_option("--seccomp-allow", r.seccomp_allow, "relax one seccomp group (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: USER or UID[:GID] the sandbox runs as");
-  app.footer("The command comes after --: ateam-sandbox run [OPTIONS] -- COMMAND [ARGS...]");
+  app.footer(
+      "The command comes after the options, after -- when it starts with '-':\n"
+      "  ateam-sandbox run [OPTIONS] [--] COMMAND [ARGS...]");
 }
 
 std::string SelfExe() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("/proc/self/exe");
+}
+
+// Every long option of `app`, for SplitRunArgs.
+std::vector<RunOptionName> KnownOptions(CLI::App& app) {
+  std::vector<RunOptionName> known;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) {
+      known.push_back({"--" + name, option->get_items_expected_min() > 0});
+    }
+  }
+  return known;
 }
 
 int Fail(const std::string& message) {
@@ -67,11 +81,14 @@ int RunRunCommand(std::span<const std::string> args) {
   DispatchRequest request;
   std::string agent = "none";
   std::string backend = "native";
-  AddFlags(app, request, agent, backend);
-  // Everything after the first "--" is the command, verbatim; CLI11 sees only the options.
-  auto separator = std::find(args.begin(), args.end(), "--");
-  if (separator != args.end()) request.command.assign(separator + 1, args.end());
-  std::vector<std::string> reversed(std::make_reverse_iterator(separator), args.rend());
+  std::string timeout;
+  AddFlags(app, request, agent, backend, timeout);
+  // The command, verbatim, is split off first; CLI11 sees only the options.
+  std::vector<RunOptionName> known = KnownOptions(app);
+  auto split = SplitRunArgs(args, known);
+  if (!split) return Fail(split.error().Render());
+  request.command = std::move(split->command);
+  std::vector<std::string> reversed(split->options.rbegin(), split->options.rend());
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
@@ -80,7 +97,15 @@ int RunRunCommand(std::span<const std::string> args) {
   } catch (const CLI::ParseError& e) {
     return Fail(e.what());
   }
-  if (request.command.empty()) return Fail("no command: give it after --");
+  if (!timeout.empty()) {
+    auto seconds = ParseTimeoutSeconds(timeout);
+    if (!seconds) return Fail(seconds.error().Render());
+    request.timeout_seconds = *seconds;
+  }
+  if (request.command.empty()) {
+    return Fail(
+        "no command: give it after the options, e.g. ateam-sandbox run --workspace DIR -- sh");
+  }
   if (request.repo.has_value() == request.workspace.has_value()) {
     return Fail("give exactly one of --repo SRC or --workspace DIR");
   }

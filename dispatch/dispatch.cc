@@ -230,6 +230,7 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
 
   DispatchHostPaths paths{dirs->workspace, dirs->out,    self_exe, {},       {},
                           hosts_fd->get(), agent->binds, host_env, *seccomp, agent->bin_dir};
+  paths.sandbox_user = SandboxUserName(*run_as ? (*run_as)->uid : host->uid);
   for (const auto& r : (*tunnel)->routes()) {
     auto address = netns::RouteAddress(static_cast<size_t>(r.route.index));
     if (!address) return address.error();

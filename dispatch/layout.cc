@@ -47,9 +47,17 @@ base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& r
   // An agent installed outside /usr (npm with a prefix) is found first, by its own name.
   std::string path = "/usr/local/bin:/usr/bin:/bin";
   if (!paths.agent_bin_dir.empty()) path = paths.agent_bin_dir + ":" + path;
-  std::vector<std::string> env = {fmt::format("HOME={}", kSandboxHome), "PATH=" + path,
-                                  "LANG=C.UTF-8", "USER=ateam-sandbox"};
-  std::vector<std::string> names = {"TERM"};
+  // USER and LOGNAME name the uid the agent runs as, as the sandbox's /etc/passwd (the
+  // host's) does, so that they agree with `id -un`.
+  std::vector<std::string> env = {fmt::format("HOME={}", kSandboxHome),
+                                  "PATH=" + path,
+                                  "LANG=C.UTF-8",
+                                  "USER=" + paths.sandbox_user,
+                                  "LOGNAME=" + paths.sandbox_user,
+                                  "ATEAM_OUT=" + paths.out,
+                                  "ATEAM_WORKSPACE=" + paths.workspace};
+  // The terminal's type and colour support and the caller's time zone, when set.
+  std::vector<std::string> names = {"TERM", "COLORTERM", "TZ"};
   names.insert(names.end(), profile.env.begin(), profile.env.end());
   names.insert(names.end(), request.env_names.begin(), request.env_names.end());
   for (const auto& name : names) {

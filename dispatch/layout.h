@@ -1,5 +1,5 @@
-// The dispatch layout (docs/threat-model.md) as a runtime::SandboxSpec: read-only host system, throwaway
-// home and /tmp, one read-only credentials file, the tunnel directory, a generated
+// The dispatch layout (docs/threat-model.md) as a runtime::SandboxSpec: read-only host system,
+// throwaway home and /tmp, one read-only credentials file, the tunnel directory, a generated
 // /etc/hosts, the workspace and the out dir as the only writable places, an allowlisted
 // environment, every namespace new (the network one is made by the supervisor, pid 1).
 #pragma once
@@ -30,6 +30,7 @@ struct DispatchHostPaths {
   std::vector<std::string> host_env;       // the caller's environment (NAME=VALUE)
   std::vector<uint8_t> seccomp_program;    // the compiled default policy
   std::string agent_bin_dir;               // where the agent was found, outside /usr ("" otherwise)
+  std::string sandbox_user = "ateam-sandbox";  // the agent's uid's name (USER, LOGNAME)
 };
 
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,

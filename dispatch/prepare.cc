@@ -113,6 +113,11 @@ base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
       runtime::SandboxSpec::HostIds{static_cast<uid_t>(uid), static_cast<gid_t>(gid)}};
 }
 
+std::string SandboxUserName(uid_t uid) {
+  if (const passwd* pw = ::getpwuid(uid); pw != nullptr) return pw->pw_name;
+  return std::to_string(uid);
+}
+
 base::Result<DispatchDirs> PrepareDispatchDirs(
     const DispatchRequest& request, const std::string& id,
     const std::optional<runtime::SandboxSpec::HostIds>& run_as) {

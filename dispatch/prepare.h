@@ -2,6 +2,8 @@
 // dispatch/.
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +25,9 @@ base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchReques
 // root, --run-as (a user name, or uid[:gid]) or the overflow ids.
 base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
     const DispatchRequest& request, const runtime::HostFacts& host);
+
+// The name /etc/passwd gives `uid` (what `id -un` prints inside), or the uid in decimal.
+std::string SandboxUserName(uid_t uid);
 
 struct DispatchDirs {
   std::string workspace;

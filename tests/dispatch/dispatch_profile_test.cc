@@ -24,7 +24,9 @@ DispatchHostPaths Paths(bool with_routes) {
   paths.out = "/work/out";
   paths.supervisor_binary = "/usr/bin/ateam-sandbox";
   paths.hosts_fd = 7;
-  paths.host_env = {"HOME=/home/user", "TERM=xterm", "SECRET=1", "LANG=C.UTF-8"};
+  paths.host_env = {"HOME=/home/user", "TERM=xterm",          "SECRET=1", "LANG=C.UTF-8",
+                    "TZ=Europe/Paris", "COLORTERM=truecolor", "USER=user"};
+  paths.sandbox_user = "agentuser";
   paths.seccomp_program = std::vector<uint8_t>(8, 0);
   if (with_routes) {
     paths.route_sockets = {"/state/route-0.sock", "/state/route-1.sock"};
@@ -81,7 +83,7 @@ TEST(DispatchProfileTest, GoldenUnprivilegedWithoutRoutes) {
             "cwd: /work/ws\n"
             "exec: /run/ateam-tunnel/supervisor argv: /run/ateam-tunnel/supervisor supervise -- "
             "agent --task x\n"
-            "env: 5 variables\n");
+            "env: 10 variables\n");
 }
 
 TEST(DispatchProfileTest, GoldenUnprivilegedWithRoutes) {
@@ -126,7 +128,7 @@ TEST(DispatchProfileTest, GoldenUnprivilegedWithRoutes) {
             "exec: /run/ateam-tunnel/supervisor argv: /run/ateam-tunnel/supervisor supervise "
             "--route 127.77.0.2:443=/run/ateam-tunnel/route-0.sock --route "
             "127.77.0.3:8443=/run/ateam-tunnel/route-1.sock -- agent --task x\n"
-            "env: 5 variables\n");
+            "env: 10 variables\n");
 }
 
 TEST(DispatchProfileTest, GoldenRootRunAsOverflowWithoutRoutes) {
@@ -169,7 +171,7 @@ TEST(DispatchProfileTest, GoldenRootRunAsOverflowWithoutRoutes) {
       "cwd: /work/ws\n"
       "exec: /run/ateam-tunnel/supervisor argv: /run/ateam-tunnel/supervisor supervise -- agent "
       "--task x\n"
-      "env: 5 variables\n");
+      "env: 10 variables\n");
 }
 
 TEST(DispatchProfileTest, GoldenRootRunAsOverflowWithRoutes) {
@@ -215,7 +217,7 @@ TEST(DispatchProfileTest, GoldenRootRunAsOverflowWithRoutes) {
       "exec: /run/ateam-tunnel/supervisor argv: /run/ateam-tunnel/supervisor supervise --route "
       "127.77.0.2:443=/run/ateam-tunnel/route-0.sock --route "
       "127.77.0.3:8443=/run/ateam-tunnel/route-1.sock -- agent --task x\n"
-      "env: 5 variables\n");
+      "env: 10 variables\n");
 }
 
 TEST(DispatchProfileTest, EnvironmentIsTheAllowlistOnly) {
@@ -223,7 +225,9 @@ TEST(DispatchProfileTest, EnvironmentIsTheAllowlistOnly) {
   ASSERT_TRUE(spec) << spec.error().Render();
   EXPECT_EQ(spec->env, (std::vector<std::string>{
                            "HOME=/home/ateam-sandbox", "PATH=/usr/local/bin:/usr/bin:/bin",
-                           "LANG=C.UTF-8", "USER=ateam-sandbox", "TERM=xterm"}));
+                           "LANG=C.UTF-8", "USER=agentuser", "LOGNAME=agentuser",
+                           "ATEAM_OUT=/work/out", "ATEAM_WORKSPACE=/work/ws", "TERM=xterm",
+                           "COLORTERM=truecolor", "TZ=Europe/Paris"}));
 }
 
 }  // namespace
