@@ -18,6 +18,7 @@
 #include "base/syscalls.h"
 #include "dispatch/layout.h"
 #include "dispatch/prepare.h"
+#include "dispatch/request_checks.h"
 #include "dispatch/state_janitor.h"
 #include "dispatch/workspace.h"
 #include "netns/hosts.h"
@@ -177,10 +178,13 @@ std::vector<std::string> CurrentEnvironment() {
 }
 
 // Everything up to a compiled plan and running relays; then launch and serve.
-base::Status Dispatch(const DispatchRequest& request, const std::string& self_exe,
+base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
                       DispatchResult* result, Clock::time_point start) {
   auto host = runtime::ProbeHostFacts();
   if (!host) return host.error();
+  // Every path is checked, and made absolute, before anything is created.
+  DispatchRequest request = given;
+  if (auto st = CheckRequestPaths(request, host->cwd); !st) return st;
   auto routes = ParseDispatchRoutes(request);
   if (!routes) return routes.error();
   auto run_as = ResolveRunAs(request, *host);

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/request_checks.h"
+
 namespace sbx::dispatch {
 namespace {
 
@@ -82,14 +84,10 @@ void AddHome(runtime::SandboxSpec& spec, const DispatchRequest& request,
     spec.ops.emplace_back(runtime::DirOp{fmt::format("{}/{}", kSandboxHome, dir), 0700});
   }
   if (request.credentials) {
-    std::string src = *request.credentials;
-    std::string dest = profile.credentials_dest;
-    if (auto colon = src.find(':'); colon != std::string::npos) {
-      dest = src.substr(colon + 1);
-      src = src.substr(0, colon);
-    }
-    if (!dest.starts_with('/')) dest = fmt::format("{}/{}", kSandboxHome, dest);
-    spec.ops.emplace_back(runtime::BindOp{src, dest, true, false, false});
+    // CheckRequestPaths made sure DEST stays inside the home.
+    CredentialsSpec creds = SplitCredentials(*request.credentials, profile);
+    spec.ops.emplace_back(runtime::BindOp{
+        creds.source, fmt::format("{}/{}", kSandboxHome, creds.dest), true, false, false});
   }
 }
 

@@ -34,9 +34,14 @@ TEST_F(RunLayoutTest, ProbeReportShowsTheDispatchLayout) {
     if (key.rfind("env.", 0) != 0) continue;
     std::string name = key.substr(4);
     EXPECT_TRUE(name == "HOME" || name == "PATH" || name == "LANG" || name == "USER" ||
-                name == "TERM" || name == "PWD" || name == "SBX_PASSED" || name == "SBX_SET")
+                name == "LOGNAME" || name == "ATEAM_OUT" || name == "ATEAM_WORKSPACE" ||
+                name == "TERM" || name == "COLORTERM" || name == "TZ" || name == "PWD" ||
+                name == "SBX_PASSED" || name == "SBX_SET")
         << "unexpected variable " << name;
   }
+  EXPECT_EQ(Get(r, "env.ATEAM_OUT"), out.path());
+  EXPECT_EQ(Get(r, "env.ATEAM_WORKSPACE"), work.path());
+  EXPECT_EQ(Get(r, "env.USER"), Get(r, "env.LOGNAME"));
   EXPECT_EQ(Get(r, "cwd"), work.path());
   EXPECT_NE(Get(r, "mount./usr").find(" ro"), std::string::npos);
   EXPECT_NE(Get(r, "mount./etc").find(" ro"), std::string::npos);
