@@ -27,9 +27,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_BUILD_TESTS=ON -DSBX
   -DSBX_ASAN=OFF -DSBX_UBSAN=OFF
 cmake --build build -j"$jobs"
 
-if [[ ! -x build/ateam-sandbox ]]; then
-  echo "test.sh: FAILED: build/ateam-sandbox was not built; the integration suite needs it" >&2
-  echo "test.sh: (its build/compat/bwrap symlink is the command the suite tests by default)" >&2
+if [[ ! -x build/ateam-sandbox || ! -x build/compat/bwrap ]]; then
+  echo "test.sh: FAILED: build/ateam-sandbox or build/compat/bwrap was not built; the integration suite needs both" >&2
+  echo "test.sh: (build/compat/bwrap is the command the suite tests by default)" >&2
   exit 1
 fi
 
