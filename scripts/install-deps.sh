@@ -13,6 +13,7 @@ packages=(
   clang-format clang-tidy
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
+  dpkg-dev patch libcap2-bin python3-seccomp  # scripts/bwrap-upstream-tests.sh (bubblewrap's tests)
 )
 
 if [[ "${1:-}" == "--if-missing" ]]; then

@@ -7,6 +7,7 @@
 #      scripts/install-agents.sh into $SBX_AGENTS_DIR (default: its --default-dir); when the
 #      npm registry cannot be reached it says SKIP and those tests skip
 #   5. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS)
+#   6. bubblewrap's own test scripts   scripts/bwrap-upstream-tests.sh (root and unprivileged)
 # Stops at the first failing step. $SBX_JOBS sets the build parallelism (default 2).
 set -euo pipefail
 
@@ -50,3 +51,7 @@ scripts/install-agents.sh "$SBX_AGENTS_DIR"
 
 step "integration matrix"
 SBX_BUILD_DIR="$repo/build" scripts/run_matrix.sh
+
+step "bubblewrap's own tests (scripts/bwrap-upstream-tests.sh)"
+# Debian's bubblewrap test scripts against build/compat/bwrap, root and unprivileged.
+SBX_BUILD_DIR="$repo/build" scripts/bwrap-upstream-tests.sh
