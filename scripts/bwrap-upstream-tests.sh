@@ -49,8 +49,24 @@ for tool in apt-get dpkg-source patch cc; do
 done
 
 work=$(mktemp -d /tmp/sbx-bwrap-upstream.XXXXXX)
+
+# Kills what a failed test script left running: its background sandboxes wait on a fifo
+# the script never writes after a failure. Only processes of this run's copy of the binary
+# (their pid-1 reaper goes with them, and the pid namespace with it); prints how many.
+reap_leftovers() {
+  local proc count=0
+  for proc in /proc/[0-9]*; do
+    if [[ $(readlink "$proc/exe" 2>/dev/null) == "$work/bwrap" ]]; then
+      kill -KILL "${proc#/proc/}" 2>/dev/null && count=$((count + 1))
+    fi
+  done
+  echo "$count"
+}
 # shellcheck disable=SC2317  # invoked by the EXIT trap
-cleanup() { rm -rf "$work"; }
+cleanup() {
+  reap_leftovers >/dev/null
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 # ---- The source: Debian's bubblewrap package, in the cache ----
@@ -195,6 +211,9 @@ run_script() {
     "${runner[@]}" "$tests/$script" >"$log" 2>&1
   local rc=$?
   set -e
+  local leftovers
+  leftovers=$(reap_leftovers)
+  [[ $leftovers -eq 0 ]] || echo "bwrap-upstream: killed $leftovers leftover sandbox processes of $script"
   grep -E '^(ok|not ok|1\.\.)' "$log" || true
   local planned ok not_ok skipped
   planned=$(sed -nE 's/^1\.\.([0-9]+).*/\1/p' "$log" | head -n1)
