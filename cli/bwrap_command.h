@@ -1,4 +1,4 @@
-// The `bwrap` face: `ateam-sandbox bwrap ARGS...`, or the binary invoked as `bwrap`.
+// The `bwrap` face: `ateam-sandbox bwrap ARGS...`, and the `bwrap` executable.
 #pragma once
 
 #include <span>

@@ -1,5 +1,7 @@
-# The ateam-sandbox executable and its `bwrap` face (build/compat/bwrap). Included from
-# the top-level CMakeLists.txt after every library target exists.
+# The ateam-sandbox executable, and `bwrap` (build/compat/bwrap): the same bwrap face as
+# `ateam-sandbox bwrap`, built as its own executable so that the face never depends on the
+# name it is run by (/proc/self/exe, a renamed copy). Included from the top-level
+# CMakeLists.txt after every library target exists.
 add_executable(ateam-sandbox
   ${PROJECT_SOURCE_DIR}/cli/main.cc
   ${PROJECT_SOURCE_DIR}/cli/bwrap_command.cc
@@ -15,21 +17,31 @@ target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_cli_run sbx_doctor
 # another build than the one linked in, and crash (cli/name_service.h); ld's warnings about
 # getpwnam and getaddrinfo are expected. Sanitizer runtimes cannot be linked statically, so
 # those builds keep only glibc dynamic.
-option(SBX_STATIC_EXE "Link ateam-sandbox as a static PIE" ON)
-if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN))
-  # -static-pie picks rcrt1.o; adding -static-libgcc would swap in the wrong start files.
-  target_link_options(ateam-sandbox PRIVATE -static-pie)
-  # cli/name_service.h: only glibc's built-in NSS modules in a static executable.
-  target_compile_definitions(ateam-sandbox PRIVATE SBX_STATIC_GLIBC)
-else()
-  target_link_options(ateam-sandbox PRIVATE -static-libstdc++ -static-libgcc)
-endif()
+option(SBX_STATIC_EXE "Link ateam-sandbox and bwrap as static PIEs" ON)
+# bwrap needs the parser and the runtime only: no run, supervise or doctor.
+add_executable(bwrap
+  ${PROJECT_SOURCE_DIR}/cli/bwrap_main.cc
+  ${PROJECT_SOURCE_DIR}/cli/bwrap_command.cc
+)
+target_include_directories(bwrap PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(bwrap PRIVATE sbx_cli_bwrap sbx_runtime sbx::fmt)
+foreach(exe ateam-sandbox bwrap)
+  if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN))
+    # -static-pie picks rcrt1.o; adding -static-libgcc would swap in the wrong start files.
+    target_link_options(${exe} PRIVATE -static-pie)
+    # cli/name_service.h: only glibc's built-in NSS modules in a static executable.
+    target_compile_definitions(${exe} PRIVATE SBX_STATIC_GLIBC)
+  else()
+    target_link_options(${exe} PRIVATE -static-libstdc++ -static-libgcc)
+  endif()
+  set_project_warnings(${exe})
+endforeach()
 set_target_properties(ateam-sandbox PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
-set_project_warnings(ateam-sandbox)
-
-add_custom_command(TARGET ateam-sandbox POST_BUILD
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/compat
-  COMMAND ${CMAKE_COMMAND} -E create_symlink ../ateam-sandbox ${CMAKE_BINARY_DIR}/compat/bwrap
-  VERBATIM)
+set_target_properties(bwrap PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/compat)
+# Build trees from before bwrap was its own executable hold a symlink to ateam-sandbox
+# there; the linker would write through it.
+if(IS_SYMLINK ${CMAKE_BINARY_DIR}/compat/bwrap)
+  file(REMOVE ${CMAKE_BINARY_DIR}/compat/bwrap)
+endif()
 install(TARGETS ateam-sandbox RUNTIME DESTINATION bin)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/ateam-sandbox.1 DESTINATION share/man/man1)

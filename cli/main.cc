@@ -1,5 +1,7 @@
-// ateam-sandbox: the sandbox runtime for coding agents. Invoked as `bwrap` it is a
-// drop-in bubblewrap; otherwise the first argument names the subcommand.
+// ateam-sandbox: the sandbox runtime for coding agents. The first argument names the
+// subcommand. The drop-in bubblewrap is the separate `bwrap` executable (cli/bwrap_main.cc);
+// invoked under the name `bwrap` this one is bwrap too, so that a link named bwrap never
+// answers a bwrap command line with "unknown command" (docs/bwrap-compat.md).
 #include <unistd.h>
 
 #include <cstdio>
@@ -24,7 +26,7 @@ constexpr std::string_view kUsage =
     "\n"
     "Commands:\n"
     "  bwrap [--backend native|bwrap] [--bwrap-path PATH] [--dry-run] ARGS...\n"
-    "                  run a sandbox from a bubblewrap command line (also: invoke as `bwrap`);\n"
+    "                  run a sandbox from a bubblewrap command line (also: the `bwrap` executable);\n"
     "                  --backend bwrap runs the same plan with the real bwrap\n"
     "  run [OPTIONS] -- COMMAND [ARGS...]\n"
     "                  run COMMAND in a per-dispatch agent sandbox (see run --help)\n"

@@ -1,4 +1,5 @@
 // Working directory, environment, --args and inherited descriptors.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <string>
@@ -141,6 +142,19 @@ TEST_F(EnvironmentTest, InheritedFdsPassThrough) {
   EXPECT_EQ(Get(r, "fd.7"), "pipe");
   Report with_pid_ns = ReportWith({"--unshare-pid"}, run);
   EXPECT_EQ(Get(with_pid_ns, "fds"), "0 1 2 7");
+}
+
+TEST_F(EnvironmentTest, InheritedDirectoryFdPassesThrough) {
+  // bwrap's semantics, for both backends (`run` is the one that closes them): a host
+  // directory left open at fd 9 by the caller reaches the command.
+  TempDir host_dir;
+  Fd dir(open(host_dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_GE(dir.get(), 0);
+  RunOptions run;
+  run.pass_fds = {{9, dir.get()}};
+  Report r = ReportWith({}, run);
+  EXPECT_EQ(Get(r, "fds"), "0 1 2 9");
+  EXPECT_EQ(Get(r, "fd.9"), host_dir.path());
 }
 
 }  // namespace

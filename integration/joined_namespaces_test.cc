@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -306,6 +307,68 @@ TEST_F(JoinedNamespacesTest, RefusedCombinations) {
                 "bwrap: --userns not compatible --unshare-user\n");
   ExpectFailure(Run({"--unshare-user-try", "--userns", "3"}),
                 "bwrap: --userns not compatible --unshare-user-try\n");
+}
+
+// The pid bwrap reports on --info-fd/--json-status-fd is how a caller joins a running
+// sandbox (flatpak's `enter`): it opens /proc/PID/ns/user and ns/pid and starts a second
+// sandbox with --userns/--pidns. That pid must be accessible to its own caller, root or not.
+class JoinByReportedPidTest : public SandboxTest {
+ protected:
+  // Starts a long-running sandbox in new user and pid namespaces that reports on fd 3 with
+  // `report_option` (--info-fd or --json-status-fd); returns the child-pid it reported,
+  // once the command runs (setup is over: what a caller finds then is what stays).
+  static int StartFirst(const std::string& report_option, std::unique_ptr<Process>* first) {
+    Pipe report = MakePipe();
+    RunOptions run;
+    run.pass_fds = {{3, report.write_end.get()}};
+    Args options = ProfileWithoutDev();
+    options.insert(options.end(),
+                   {"--unshare-user", "--unshare-pid", "--die-with-parent", report_option, "3"});
+    Args command = {"sh", "-c", std::string("echo started; exec ") + kProbe + " sleep 60"};
+    *first = std::make_unique<Process>(Process::Start(BwrapArgv(options, command), run));
+    report.write_end = Fd();
+    // The first line is the child-pid document (--json-status-fd stays open until exit).
+    std::string text;
+    char c = 0;
+    while (text.find('}') == std::string::npos && read(report.read_end.get(), &c, 1) == 1) {
+      text += c;
+    }
+    size_t key = text.find("\"child-pid\": ");
+    if (key == std::string::npos || !(*first)->WaitForOutput("started", std::chrono::seconds(20))) {
+      return -1;
+    }
+    return std::atoi(text.c_str() + key + 13);
+  }
+
+  void JoinThroughReportedPid(const std::string& report_option) {
+    std::unique_ptr<Process> first;
+    int pid = StartFirst(report_option, &first);
+    ASSERT_GT(pid, 0) << "no child-pid reported on " << report_option << ", or no start";
+    const std::string ns = "/proc/" + std::to_string(pid) + "/ns/";
+    Fd user(open((ns + "user").c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_GE(user.get(), 0) << "open " << ns << "user: " << strerror(errno);
+    Fd pidns(open((ns + "pid").c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_GE(pidns.get(), 0) << "open " << ns << "pid: " << strerror(errno);
+
+    RunOptions run;
+    run.pass_fds = {{11, user.get()}, {12, pidns.get()}};
+    RunResult r =
+        RunProbe({"--userns", "11", "--pidns", "12"}, {"report"}, run, ProfileWithoutDev());
+    ASSERT_EQ(r.exit_code, 0) << Describe(r);
+    Report report = ParseReport(r.out);
+    EXPECT_EQ(Get(report, "ns.user"), Link(ns + "user"));
+    EXPECT_EQ(Get(report, "ns.pid"), Link(ns + "pid"));
+    // The first sandbox's processes are there: its pid 1 and the sleeping probe.
+    EXPECT_TRUE(Contains(Words(Get(report, "pids")), "1")) << Get(report, "pids");
+  }
+};
+
+TEST_F(JoinByReportedPidTest, InfoFdPidGivesTheSandboxNamespaces) {
+  JoinThroughReportedPid("--info-fd");
+}
+
+TEST_F(JoinByReportedPidTest, JsonStatusFdPidGivesTheSandboxNamespaces) {
+  JoinThroughReportedPid("--json-status-fd");
 }
 
 }  // namespace

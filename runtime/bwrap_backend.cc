@@ -1,6 +1,7 @@
 #include "runtime/bwrap_backend.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,11 +16,11 @@
 namespace sbx::runtime {
 namespace {
 
-// The highest fd number the plan itself names (the caller's inherited fds), or 2.
-int HighestPlanFd(const Plan& plan) {
-  int highest = 2;
-  auto note = [&highest](const std::optional<int>& fd) {
-    if (fd) highest = std::max(highest, *fd);
+// The fd numbers the plan itself names (the caller's inherited fds), unsorted.
+std::vector<int> PlanFds(const Plan& plan) {
+  std::vector<int> fds;
+  auto note = [&fds](const std::optional<int>& fd) {
+    if (fd) fds.push_back(*fd);
   };
   for (const PlanOp& op : plan.ops) {
     if (const auto* bind = std::get_if<BindFdOp>(&op)) note(bind->fd);
@@ -31,7 +32,35 @@ int HighestPlanFd(const Plan& plan) {
                          &plan.joined.userns2_fd, &plan.joined.pidns_fd}) {
     note(*fd);
   }
-  return highest;
+  return fds;
+}
+
+// The highest fd number the plan names, or 2.
+int HighestPlanFd(const Plan& plan) {
+  std::vector<int> fds = PlanFds(plan);
+  return std::max(2, fds.empty() ? 2 : *std::max_element(fds.begin(), fds.end()));
+}
+
+// Every fd above 2 that bwrap must get, sorted and unique: the plan's own and the memfds.
+std::vector<int> FdsForBwrap(const Plan& plan, const BwrapInvocation& invocation) {
+  std::vector<int> fds = PlanFds(plan);
+  fds.push_back(invocation.args_fd.get());
+  for (const auto& fd : invocation.seccomp_fds) fds.push_back(fd.get());
+  std::erase_if(fds, [](int fd) { return fd <= 2; });
+  std::sort(fds.begin(), fds.end());
+  fds.erase(std::unique(fds.begin(), fds.end()), fds.end());
+  return fds;
+}
+
+// Marks close-on-exec every fd above 2 except `keep` (sorted): the gaps between them.
+int CloseOthersOnExec(const std::vector<int>& keep) noexcept {
+  unsigned int next = 3;
+  for (int fd : keep) {
+    const auto number = static_cast<unsigned int>(fd);
+    if (number > next && ::close_range(next, number - 1, CLOSE_RANGE_CLOEXEC) != 0) return errno;
+    next = number + 1;
+  }
+  return ::close_range(next, ~0U, CLOSE_RANGE_CLOEXEC) == 0 ? 0 : errno;
 }
 
 base::Status WriteAll(int fd, std::span<const char> data, const std::string& what) {
@@ -61,6 +90,11 @@ base::Result<base::UniqueFd> MakeDataFd(std::span<const char> data, const std::s
 
 // In the process about to become bwrap: only fcntl and execve (fork-child safe).
 int ExecPrepared(const BwrapInvocation& invocation, char* const* argv) noexcept {
+  // bwrap hands every fd it inherits on to the command; `run` must not hand over the
+  // caller's (a shell's or a supervisor's leftovers, a host directory).
+  if (invocation.close_inherited_fds) {
+    if (int err = CloseOthersOnExec(invocation.bwrap_fds)) return err;
+  }
   if (::fcntl(invocation.args_fd.get(), F_SETFD, 0) != 0) return errno;
   for (const auto& fd : invocation.seccomp_fds) {
     if (::fcntl(fd.get(), F_SETFD, 0) != 0) return errno;
@@ -129,6 +163,8 @@ base::Result<BwrapInvocation> PrepareBwrapInvocation(const Plan& plan,
   if (!args_fd) return args_fd.error();
   invocation.args_fd = std::move(*args_fd);
 
+  invocation.close_inherited_fds = plan.close_inherited_fds;
+  invocation.bwrap_fds = FdsForBwrap(plan, invocation);
   invocation.argv = {bwrap_path, "--args", std::to_string(invocation.args_fd.get()), "--",
                      plan.exec_file};
   if (!plan.argv.empty()) {

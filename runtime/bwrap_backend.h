@@ -11,8 +11,10 @@
 //
 // Process contract: called in the parent, single-threaded (fork). The plan's own fds
 // (--file, --bind-fd, --info-fd, --sync-fd, ...) are borrowed from the caller and must be
-// open without FD_CLOEXEC, as they must be for real bwrap. bwrap inherits the caller's
-// working directory, which its default --chdir fallback relies on (bwrap_render.h).
+// open without FD_CLOEXEC, as they must be for real bwrap. Every other inherited fd goes
+// to bwrap and on to the command too (bwrap's semantics), unless the plan says
+// close_inherited_fds (`run`): then bwrap gets only the plan's fds and its memfds. bwrap inherits
+// the caller's working directory, which its default --chdir fallback relies on (bwrap_render.h).
 #pragma once
 
 #include <string>
@@ -31,6 +33,10 @@ struct BwrapInvocation {
   std::vector<std::string> options;         // the content of the --args memfd, in order
   base::UniqueFd args_fd;                   // memfd, offset 0, FD_CLOEXEC set
   std::vector<base::UniqueFd> seccomp_fds;  // one memfd per plan.seccomp_programs entry
+  // plan.close_inherited_fds: every other fd above 2 is marked close-on-exec just before
+  // the exec, so bwrap (which passes its fds on to the command) gets only these.
+  bool close_inherited_fds = false;
+  std::vector<int> bwrap_fds;  // the plan's fds and the memfds above, sorted
 };
 
 // Checks that `bwrap_path` is executable ("bwrap backend: /usr/bin/bwrap not found: No

@@ -209,6 +209,8 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
       return "creation of new user namespaces was not disabled as requested";
     case Phase::kCapabilities:
       return WithErrno("capset failed", f.err);
+    case Phase::kSetDumpable:
+      return WithErrno("can't set dumpable", f.err);
     case Phase::kSwitchIds:
       return WithErrno("Unable to switch to the sandbox uid/gid", f.err);
     case Phase::kLockFile:

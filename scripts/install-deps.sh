@@ -14,6 +14,7 @@ packages=(
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
   nodejs   # npm installs the real agents for the agent tests (scripts/install-agents.sh)
+  dpkg-dev patch libcap2-bin python3-seccomp  # scripts/bwrap-upstream-tests.sh (bubblewrap's tests)
 )
 # Debian's npm, unless a Node.js that brings its own npm is installed already (NodeSource's
 # nodejs package ships /usr/bin/npm and conflicts with Debian's npm package).

@@ -44,7 +44,7 @@ check_backend() {
   local cmd
   cmd=$(prefix_for "$1" "$build")
   cmd=${cmd%% *}
-  [[ -x "$cmd" ]] || die "backend $1: $cmd does not exist or is not executable (build the ateam-sandbox target first)"
+  [[ -x "$cmd" ]] || die "backend $1: $cmd does not exist or is not executable (build the ateam-sandbox and bwrap targets first)"
 }
 
 ensure_user() {
@@ -70,8 +70,10 @@ stage_for_user() {
   done
   if [[ -x "$build/ateam-sandbox" ]]; then
     install -m 0755 "$build/ateam-sandbox" "$stage/ateam-sandbox"
+  fi
+  if [[ -x "$build/compat/bwrap" ]]; then
     mkdir -p "$stage/compat"
-    ln -s ../ateam-sandbox "$stage/compat/bwrap"
+    install -m 0755 "$build/compat/bwrap" "$stage/compat/bwrap"
   fi
   # Each staged suite's tests, registered as gtest_discover_tests would, with its label.
   local exe label

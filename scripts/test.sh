@@ -8,7 +8,8 @@
 #      scripts/install-agents.sh into $SBX_AGENTS_DIR (default: its --default-dir); only an
 #      unreachable npm registry lets those tests skip, and the summary says so loudly
 #   6. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS)
-#   7. the skip budget: every skipped test of steps 2-6 must be listed, with its reason, in
+#   7. bubblewrap's own test scripts   scripts/bwrap-upstream-tests.sh (root and unprivileged)
+#   8. the skip budget: every skipped test of steps 2-7 must be listed, with its reason, in
 #      .ci/expected-skips (scripts/check-skips.sh)
 # Stops at the first failing step. $SBX_JOBS sets the build parallelism (default 2).
 set -euo pipefail
@@ -44,9 +45,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_BUILD_TESTS=ON -DSBX
   -DSBX_ASAN=OFF -DSBX_UBSAN=OFF
 cmake --build build -j"$jobs"
 
-if [[ ! -x build/ateam-sandbox ]]; then
-  echo "test.sh: FAILED: build/ateam-sandbox was not built; the integration suite needs it" >&2
-  echo "test.sh: (its build/compat/bwrap symlink is the command the suite tests by default)" >&2
+if [[ ! -x build/ateam-sandbox || ! -x build/compat/bwrap ]]; then
+  echo "test.sh: FAILED: build/ateam-sandbox or build/compat/bwrap was not built; the integration suite needs both" >&2
+  echo "test.sh: (build/compat/bwrap is the command the suite tests by default)" >&2
   exit 1
 fi
 
@@ -76,6 +77,10 @@ esac
 
 step "integration matrix"
 SBX_BUILD_DIR="$repo/build" scripts/run_matrix.sh
+
+step "bubblewrap's own tests (scripts/bwrap-upstream-tests.sh)"
+# Debian's bubblewrap test scripts against build/compat/bwrap, root and unprivileged.
+SBX_BUILD_DIR="$repo/build" scripts/bwrap-upstream-tests.sh
 
 step "skip budget (scripts/check-skips.sh, .ci/expected-skips)"
 scripts/check-skips.sh "$SBX_SKIP_LOG" .ci/expected-skips

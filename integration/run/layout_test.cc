@@ -1,4 +1,5 @@
 // What a `run` sandbox looks like from inside, and --repo clone isolation.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,6 +56,20 @@ TEST_F(RunLayoutTest, ProbeReportShowsTheDispatchLayout) {
   EXPECT_EQ(Get(r, "CapAmb"), "0000000000000000");
   EXPECT_EQ(Get(r, "NoNewPrivs"), "1");
   EXPECT_EQ(Get(r, "Seccomp"), "2");
+}
+
+TEST_F(RunLayoutTest, CallersInheritedFdsDoNotReachTheAgent) {
+  // A caller (a shell, a test runner, a supervisor) may leave an fd open without
+  // close-on-exec; at fd 9 here, on a host directory the sandbox does not show.
+  TempDir work, host_dir;
+  WriteFile(host_dir.Sub("host-secret"), "x");
+  Fd dir(open(host_dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_GE(dir.get(), 0);
+  RunOptions run;
+  run.pass_fds = {{9, dir.get()}};
+  RunResult r = RunAteam({"--workspace", work.path()}, {ProbeHostPath(), "report"}, run);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(Get(ParseReport(r.out), "fds"), "0 1 2") << "backend " << Backend();
 }
 
 TEST_F(RunLayoutTest, FilesystemVisibilityAndWritability) {

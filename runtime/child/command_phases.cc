@@ -108,9 +108,10 @@ StepResult ConfigureLoopback() noexcept {
 }
 
 void ReaperMain(const Plan& plan, pid_t command_pid, int status_fd) noexcept {
-  // The reaper keeps nothing the sandbox could use: no capabilities, not ptraceable.
+  // The reaper keeps nothing the sandbox could use: no capabilities. It stays dumpable
+  // (RunCommandPhases): its pid is the --info-fd child-pid, whose /proc/PID/ns files the
+  // caller opens to join the sandbox (--userns, --pidns), as with bwrap's pid 1.
   (void)security::ClearAllCaps(/*tolerate_eperm=*/true);
-  ::prctl(PR_SET_DUMPABLE, 0);
   if (plan.die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   int command_status = 0;
   for (;;) {
@@ -193,6 +194,12 @@ pid_t SpawnCommand(const ChildLaunch& launch, const std::vector<security::BpfPro
 void RunCommandPhases(const ChildLaunch& launch) noexcept {
   const Plan& plan = *launch.plan;
   Check(launch, Phase::kCapabilities, security::ApplyCapPlanSets(plan.caps));
+  // Every privileged step is done. As bwrap after dropping its privileges: dumpable, so
+  // that /proc/PID of this process (and of the reaper forked from it) belongs to the
+  // sandbox's uid instead of root, and the caller may open /proc/PID/ns/* of the pid it
+  // was given. A change of ids (SwitchToSandboxIds) or an unreadable executable made it
+  // non-dumpable. The command's exec sets dumpability again from its own file.
+  Check(launch, Phase::kSetDumpable, ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0 ? 0 : errno);
   if (plan.block_fd) Check(launch, Phase::kBlockFd, WaitForBlockFd(*plan.block_fd));
   std::vector<security::BpfProgram> programs = plan.seccomp_programs;
   if (plan.seccomp_fd) {

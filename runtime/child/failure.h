@@ -41,6 +41,7 @@ enum class Phase : uint32_t {
   kJoinUserns2,
   // The network namespace made beside the mounts (runtime/child/netns_helper.h).
   kCreateNetns,
+  kSetDumpable,
 };
 
 // Which part of joining --pidns failed (SetupFailure::detail of Phase::kJoinPidns).
