@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/syscalls.h"
+#include "dispatch/landlock_plan.h"
 #include "dispatch/layout.h"
 #include "dispatch/prepare.h"
 #include "dispatch/state_janitor.h"
@@ -228,8 +229,19 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   auto hosts_fd = HostsFileFd(*routes);
   if (!hosts_fd) return hosts_fd.error();
 
-  DispatchHostPaths paths{dirs->workspace, dirs->out,    self_exe, {},       {},
-                          hosts_fd->get(), agent->binds, host_env, *seccomp, agent->bin_dir};
+  auto landlock = DispatchLandlockPolicy(request, dirs->workspace, dirs->out);
+  if (!landlock) return landlock.error();
+  DispatchHostPaths paths{dirs->workspace,
+                          dirs->out,
+                          self_exe,
+                          {},
+                          {},
+                          hosts_fd->get(),
+                          agent->binds,
+                          host_env,
+                          *seccomp,
+                          agent->bin_dir,
+                          LandlockSupervisorArgs(*landlock)};
   for (const auto& r : (*tunnel)->routes()) {
     auto address = netns::RouteAddress(static_cast<size_t>(r.route.index));
     if (!address) return address.error();
@@ -237,6 +249,14 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
     paths.route_listen.push_back(fmt::format("{}:{}", *address, r.route.port));
     result->routes.push_back({r.route.host, r.route.port, *address, r.upstream.ToString()});
   }
+  // What the supervisor will apply: the same kernel answers there as here.
+  for (const auto& r : (*tunnel)->routes()) {
+    landlock->connect_ports.push_back(static_cast<uint16_t>(r.route.port));
+  }
+  const security::LandlockRuleset ruleset =
+      security::BuildLandlockRuleset(*landlock, security::LandlockAbi());
+  result->landlock_abi = ruleset.abi;
+  result->landlock_parts = security::LandlockParts(ruleset);
   auto spec = BuildDispatchSpec(request, paths);
   if (!spec) return spec.error();
   spec->run_as = *run_as;
@@ -245,6 +265,7 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   if (request.dry_run) {
     fmt::print("{}", runtime::PrintPlan(*plan));
     fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(*plan, request.bwrap_path));
+    for (const std::string& line : security::DescribeLandlock(ruleset)) fmt::print("{}\n", line);
     result->reason = "dry-run";
     result->exit_code = 0;
     return {};
