@@ -265,6 +265,11 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   if (request.dry_run) {
     fmt::print("{}", runtime::PrintPlan(*plan));
     fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(*plan, request.bwrap_path));
+    // The groups were checked when the policy was compiled above.
+    auto seccomp_lines = security::DescribeSeccompPolicy({.relaxed_groups = request.seccomp_allow});
+    if (seccomp_lines) {
+      for (const std::string& line : *seccomp_lines) fmt::print("{}\n", line);
+    }
     for (const std::string& line : security::DescribeLandlock(ruleset)) fmt::print("{}\n", line);
     result->reason = "dry-run";
     result->exit_code = 0;

@@ -280,5 +280,26 @@ TEST_F(RunKernelSurfaceTest, StatusDocumentNamesTheLandlockParts) {
   }
 }
 
+TEST_F(RunKernelSurfaceTest, DryRunPrintsThePolicyAndTheLandlockRules) {
+  RunResult res = RunAteam({"--workspace", work_.path(), "--out", out_.path(), "--dry-run",
+                            "--seccomp-allow", "syslog", "--landlock-allow", "scope"},
+                           {"true"});
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  EXPECT_NE(res.out.find("seccomp: socket-families: socket(unless AF_UNIX"), std::string::npos)
+      << res.out;
+  EXPECT_NE(res.out.find("seccomp: syslog: relaxed"), std::string::npos) << res.out;
+  const int abi = LandlockAbi();
+  if (abi == 0) {
+    EXPECT_NE(res.out.find("landlock: not available"), std::string::npos) << res.out;
+    return;
+  }
+  EXPECT_NE(res.out.find("landlock: ABI " + std::to_string(abi)), std::string::npos) << res.out;
+  if (abi >= 2) {
+    EXPECT_NE(res.out.find("landlock: fs: writes only to " + work_.path()), std::string::npos)
+        << res.out;
+  }
+  EXPECT_EQ(res.out.find("landlock: scope:"), std::string::npos) << res.out;
+}
+
 }  // namespace
 }  // namespace sbx::integration::run
