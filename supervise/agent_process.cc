@@ -63,11 +63,7 @@ void WriteError(const char* prefix, int err) noexcept {
     }
   }
   ::execvp(argv[0], argv);
-  const int err = errno;
-  const char* reason = std::strerror(err);  // NOLINT(concurrency-mt-unsafe): one thread
-  WriteAll(prefix.data(), prefix.size());
-  WriteAll(reason, std::strlen(reason));
-  WriteAll("\n", 1);
+  WriteError(prefix.c_str(), errno);
   ::_exit(kExecFailedExit);
 }
 
