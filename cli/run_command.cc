@@ -46,6 +46,8 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_flag("--dry-run", r.dry_run, "print the plan and the equivalent bwrap command line");
   app.add_option("--status-json", r.status_json, "write the dispatch's status document here");
   app.add_option("--seccomp-allow", r.seccomp_allow, "relax one seccomp group (repeatable)");
+  app.add_option("--landlock-allow", r.landlock_allow,
+                 "leave out one Landlock part: fs, net or scope (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: USER or UID[:GID] the sandbox runs as");
   app.footer(
       "The command comes after the options, after -- when it starts with '-':\n"

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/syscalls.h"
+#include "dispatch/landlock_plan.h"
 #include "dispatch/layout.h"
 #include "dispatch/prepare.h"
 #include "dispatch/request_checks.h"
@@ -232,8 +233,19 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   auto hosts_fd = HostsFileFd(*routes);
   if (!hosts_fd) return hosts_fd.error();
 
-  DispatchHostPaths paths{dirs->workspace, dirs->out,    self_exe, {},       {},
-                          hosts_fd->get(), agent->binds, host_env, *seccomp, agent->bin_dir};
+  auto landlock = DispatchLandlockPolicy(request, dirs->workspace, dirs->out);
+  if (!landlock) return landlock.error();
+  DispatchHostPaths paths{dirs->workspace,
+                          dirs->out,
+                          self_exe,
+                          {},
+                          {},
+                          hosts_fd->get(),
+                          agent->binds,
+                          host_env,
+                          *seccomp,
+                          agent->bin_dir,
+                          LandlockSupervisorArgs(*landlock)};
   paths.sandbox_user = SandboxUserName(*run_as ? (*run_as)->uid : host->uid);
   for (const auto& r : (*tunnel)->routes()) {
     auto address = netns::RouteAddress(static_cast<size_t>(r.route.index));
@@ -242,6 +254,14 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
     paths.route_listen.push_back(fmt::format("{}:{}", *address, r.route.port));
     result->routes.push_back({r.route.host, r.route.port, *address, r.upstream.ToString()});
   }
+  // What the supervisor will apply: the same kernel answers there as here.
+  for (const auto& r : (*tunnel)->routes()) {
+    landlock->connect_ports.push_back(static_cast<uint16_t>(r.route.port));
+  }
+  const security::LandlockRuleset ruleset =
+      security::BuildLandlockRuleset(*landlock, security::LandlockAbi());
+  result->landlock_abi = ruleset.abi;
+  result->landlock_parts = security::LandlockParts(ruleset);
   auto spec = BuildDispatchSpec(request, paths);
   if (!spec) return spec.error();
   spec->run_as = *run_as;
@@ -250,6 +270,12 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (request.dry_run) {
     fmt::print("{}", runtime::PrintPlan(*plan));
     fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(*plan, request.bwrap_path));
+    // The groups were checked when the policy was compiled above.
+    auto seccomp_lines = security::DescribeSeccompPolicy({.relaxed_groups = request.seccomp_allow});
+    if (seccomp_lines) {
+      for (const std::string& line : *seccomp_lines) fmt::print("{}\n", line);
+    }
+    for (const std::string& line : security::DescribeLandlock(ruleset)) fmt::print("{}\n", line);
     result->reason = "dry-run";
     result->exit_code = 0;
     return {};

@@ -36,6 +36,8 @@ struct DispatchResult {
   std::string reason = "runtime-error";
   std::string error;  // one line, for "runtime-error"
   std::string started_at;
+  int landlock_abi = 0;                     // the kernel's Landlock ABI (0: none)
+  std::vector<std::string> landlock_parts;  // the Landlock parts applied to the agent
   double setup_ms = 0;
   double total_ms = 0;
 };

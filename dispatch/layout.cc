@@ -110,6 +110,7 @@ std::vector<std::string> SupervisorCommand(const DispatchRequest& request,
     argv.emplace_back("--route");
     argv.push_back(fmt::format("{}={}/route-{}.sock", paths.route_listen[i], kTunnelDir, i));
   }
+  argv.insert(argv.end(), paths.landlock_args.begin(), paths.landlock_args.end());
   argv.emplace_back("--");
   argv.insert(argv.end(), request.command.begin(), request.command.end());
   return argv;

@@ -30,6 +30,7 @@ struct DispatchHostPaths {
   std::vector<std::string> host_env;       // the caller's environment (NAME=VALUE)
   std::vector<uint8_t> seccomp_program;    // the compiled default policy
   std::string agent_bin_dir;               // where the agent was found, outside /usr ("" otherwise)
+  std::vector<std::string> landlock_args;  // the supervisor's --landlock options (landlock_plan.h)
   std::string sandbox_user = "ateam-sandbox";  // the agent's uid's name (USER, LOGNAME)
 };
 

@@ -31,7 +31,8 @@ struct DispatchRequest {
   bool dry_run = false;
   std::optional<std::string> status_json;
   std::vector<std::string> seccomp_allow;
-  std::optional<std::string> run_as;  // root callers: a user name or uid[:gid]
+  std::vector<std::string> landlock_allow;  // --landlock-allow fs|net|scope
+  std::optional<std::string> run_as;        // root callers: a user name or uid[:gid]
   std::vector<std::string> command;
 };
 

@@ -17,6 +17,10 @@ std::string RenderStatusJson(const DispatchResult& r) {
   }
   std::string signal = r.signal ? fmt::format("{}", *r.signal) : "null";
   std::string error = r.error.empty() ? "null" : JsonQuote(r.error);
+  std::string landlock_parts;
+  for (const auto& part : r.landlock_parts) {
+    landlock_parts += (landlock_parts.empty() ? "" : ", ") + JsonQuote(part);
+  }
   return fmt::format(
       "{{\n"
       "  \"dispatch_id\": {},\n"
@@ -29,11 +33,13 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"reason\": {},\n"
       "  \"error\": {},\n"
       "  \"started_at\": {},\n"
+      "  \"landlock\": {{\"abi\": {}, \"enforced\": [{}]}},\n"
       "  \"timings_ms\": {{\"setup\": {:.1f}, \"total\": {:.1f}}}\n"
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
-      signal, JsonQuote(r.reason), error, JsonQuote(r.started_at), r.setup_ms, r.total_ms);
+      signal, JsonQuote(r.reason), error, JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
+      r.setup_ms, r.total_ms);
 }
 
 }  // namespace sbx::dispatch

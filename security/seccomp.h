@@ -3,19 +3,31 @@
 // (an array of struct sock_filter, 8 bytes each, e.g. from seccomp_export_bpf).
 //
 // The default agent policy (CompileDefaultSeccompPolicy) allows everything except named
-// groups of system calls that have been used to escape or attack sandboxes:
+// groups of system calls that have been used to escape or attack sandboxes (docs/seccomp.md
+// says why each is there):
 //   tty-inject  ioctl TIOCSTI / TIOCLINUX (CVE-2017-5226); the ioctl cmd is compared on its
 //               low 32 bits only, as the kernel reads it, so high bits set in the 64-bit
 //               argument do not slip past the filter (CVE-2019-10063)
+//   tty-ldisc   ioctl TIOCSETD (line disciplines: n_hdlc, n_gsm use-after-frees)
 //   io_uring    io_uring_setup/enter/register, ENOSYS so runtimes fall back to plain I/O
 //               (io_uring operations are invisible to seccomp)
 //   keyring     keyctl, add_key, request_key (kernel keyrings are not namespaced)
 //   bpf, perf, userfaultfd, kexec, modules   bpf; perf_event_open; userfaultfd;
 //               kexec_load/kexec_file_load; init/finit/delete_module
-//   vsock       socket(AF_VSOCK): vsock ignores network namespaces (EAFNOSUPPORT, what a
-//               kernel without vsock says; the family is also compared on 32 bits)
-//   ptrace      ptrace, process_vm_readv, process_vm_writev
-// Blocked calls fail with EPERM unless said otherwise. Anything that is not native x86_64
+//   socket-families  socket/socketpair unless the family is AF_UNIX, AF_INET, AF_INET6,
+//               AF_NETLINK (or AF_VSOCK, left to its own group): EAFNOSUPPORT, what a kernel
+//               without the family says. An allowlist, so families added later stay out.
+//   netlink     socket(AF_NETLINK) with a protocol other than NETLINK_ROUTE:
+//               EPROTONOSUPPORT, what the kernel says for a netlink protocol it lacks
+//   vsock       socket(AF_VSOCK): vsock ignores network namespaces (EAFNOSUPPORT)
+//   ptrace      ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise
+//   personality personality unless PER_LINUX, PER_LINUX32, either | ADDR_NO_RANDOMIZE, or
+//               the 0xffffffff query (an allowlist of values)
+//   syslog      syslog (the kernel log: addresses, the host's hardware and other tenants)
+//   obsolete    uselib, ustat, sysfs, _sysctl, modify_ldt (ENOSYS)
+// Blocked calls fail with EPERM unless said otherwise. Families, protocols, personalities
+// and ioctl cmds are compared on their low 32 bits, as the kernel reads them (the netlink
+// protocol on all 64: high garbage is refused). Anything that is not native x86_64
 // (i386, other architectures, and the x32 ABI, syscall numbers with bit 0x40000000 set)
 // kills the process: libseccomp sends both to its "bad arch" action, set to KILL_PROCESS.
 // A caller can relax whole groups by name.

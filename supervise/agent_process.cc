@@ -10,11 +10,13 @@
 #include <cstring>
 
 #include "base/syscalls.h"
+#include "security/landlock.h"
 
 namespace sbx::supervise {
 namespace {
 
 constexpr int kExecFailedExit = 127;
+constexpr int kLandlockFailedExit = 125;  // a setup failure: the agent never ran
 
 // Child side: undoes what the supervisor did to signals (blocked SIGCHLD/SIGTERM/SIGINT,
 // ignored SIGPIPE) and anything the runtime left ignored, so the agent starts as a normal
@@ -41,16 +43,27 @@ void WriteAll(const char* text, size_t len) noexcept {
   }
 }
 
-// Child side: never returns. `argv` and `prefix` were built before the fork, so nothing
-// here allocates or formats beyond strerror.
-[[noreturn]] void ExecAgent(char* const* argv, const std::string& prefix) noexcept {
-  ResetSignals();
-  ::execvp(argv[0], argv);
-  const int err = errno;
+void WriteError(const char* prefix, int err) noexcept {
   const char* reason = std::strerror(err);  // NOLINT(concurrency-mt-unsafe): one thread
-  WriteAll(prefix.data(), prefix.size());
+  WriteAll(prefix, std::strlen(prefix));
   WriteAll(reason, std::strlen(reason));
   WriteAll("\n", 1);
+}
+
+// Child side: never returns. `argv` and `prefix` were built before the fork, so nothing
+// here allocates or formats beyond strerror. Landlock comes last before exec: the
+// supervisor's own process (the parent) is never restricted.
+[[noreturn]] void ExecAgent(char* const* argv, const std::string& prefix,
+                            int landlock_ruleset) noexcept {
+  ResetSignals();
+  if (landlock_ruleset >= 0) {
+    if (int err = security::RestrictSelfWithLandlock(landlock_ruleset); err != 0) {
+      WriteError("ateam-sandbox supervise: cannot apply Landlock: ", err);
+      ::_exit(kLandlockFailedExit);
+    }
+  }
+  ::execvp(argv[0], argv);
+  WriteError(prefix.c_str(), errno);
   ::_exit(kExecFailedExit);
 }
 
@@ -66,7 +79,8 @@ pid_t CloneWithPidfd(int* pidfd) {
 
 }  // namespace
 
-base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command) {
+base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command,
+                                      int landlock_ruleset) {
   std::vector<char*> argv;
   argv.reserve(command.size() + 1);
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -79,7 +93,7 @@ base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command) {
   const bool use_fork = pid < 0 && errno == ENOSYS;
   if (use_fork) pid = ::fork();
   if (pid < 0) return base::ErrnoError("Can't fork the agent", command.front());
-  if (pid == 0) ExecAgent(argv.data(), prefix);
+  if (pid == 0) ExecAgent(argv.data(), prefix, landlock_ruleset);
 
   AgentProcess agent;
   agent.pid = pid;

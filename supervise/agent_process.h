@@ -24,8 +24,11 @@ struct AgentProcess {
 // and execvp's `command` in the child, after resetting every signal disposition to default
 // and unblocking every signal. When exec fails the child writes
 // "ateam-sandbox supervise: cannot run CMD: <strerror>" to stderr and _exits 127.
-// `command` must not be empty.
-base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command);
+// `command` must not be empty. With a `landlock_ruleset` fd (security::CreateLandlockRuleset)
+// the child restricts itself with it right before exec; when that fails it writes
+// "ateam-sandbox supervise: cannot apply Landlock: <strerror>" and _exits 125.
+base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command,
+                                      int landlock_ruleset = -1);
 
 // A wait status as a shell exit code: the exit status, or 128 + the signal number.
 int ExitCodeFromWaitStatus(int status);

@@ -1,5 +1,6 @@
 #include "supervise/routes.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -21,10 +22,15 @@ constexpr uint32_t kLastHost = 254;
 
 constexpr std::string_view kUsage =
     "usage: ateam-sandbox supervise --route ADDR:PORT=SOCKET_PATH [--route ...]\n"
-    "                               [--probe-timeout-ms N] -- CMD [ARGS...]\n"
+    "                               [--probe-timeout-ms N]\n"
+    "                               [--landlock PARTS [--landlock-write PATH ...]]\n"
+    "                               -- CMD [ARGS...]\n"
     "Runs CMD as the tunnel supervisor (pid 1 of the sandbox): a private network namespace\n"
     "with only lo, one TCP listener per route on ADDR:PORT (127.77.0.2 .. 127.77.0.254)\n"
-    "relayed to the Unix socket SOCKET_PATH. Exits with CMD's exit status.\n";
+    "relayed to the Unix socket SOCKET_PATH. With --landlock (fs,net,scope), CMD may write\n"
+    "only beneath each --landlock-write PATH and to the device files, connect over TCP\n"
+    "only to the routes' ports, and signal or reach abstract sockets only in its own\n"
+    "processes. Exits with CMD's exit status.\n";
 
 Error BadRoute(std::string_view text, const std::string& why) {
   return Error::Message("bad --route '" + std::string(text) + "': " + why);
@@ -73,6 +79,40 @@ Status CheckNoDuplicate(const std::vector<SuperviseRoute>& routes, const Supervi
   return {};
 }
 
+Result<security::LandlockPolicy> ParseLandlockParts(std::string_view text) {
+  security::LandlockPolicy policy;
+  policy.fs = policy.net = policy.scope = false;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view part = text.substr(start, comma - start);
+    if (part == "fs") {
+      policy.fs = true;
+    } else if (part == "net") {
+      policy.net = true;
+    } else if (part == "scope") {
+      policy.scope = true;
+    } else {
+      return Error::Message("bad --landlock '" + std::string(text) +
+                            "': expected a comma list of fs, net, scope");
+    }
+    start = comma + 1;
+  }
+  return policy;
+}
+
+// What every Landlock policy of the supervisor holds besides the written paths.
+void CompleteLandlockPolicy(SuperviseConfig& config) {
+  if (!config.landlock) return;
+  for (const char* device : security::kLandlockDeviceFiles) {
+    config.landlock->devices.emplace_back(device);
+  }
+  for (const SuperviseRoute& route : config.routes) {
+    config.landlock->connect_ports.push_back(route.listen.port());
+  }
+  config.landlock->stdio_fds = {0, 1, 2};
+}
+
 }  // namespace
 
 std::string_view SuperviseUsage() { return kUsage; }
@@ -97,6 +137,7 @@ Result<SuperviseRoute> ParseRoute(std::string_view text) {
 
 Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args) {
   SuperviseConfig config;
+  std::vector<std::string> landlock_write;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -120,12 +161,29 @@ Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args) {
       auto ms = ParseProbeTimeout(**timeout);
       if (!ms) return ms.error();
       config.probe_timeout = *ms;
+    } else if (auto write = TakeOptionValue(args, i, "--landlock-write")) {
+      if (!*write) return write->error();
+      const std::string& path = **write;
+      if (path.empty() || path[0] != '/') {
+        return Error::Message("bad --landlock-write '" + path + "': the path must be absolute");
+      }
+      landlock_write.push_back(path);
+    } else if (auto parts = TakeOptionValue(args, i, "--landlock")) {
+      if (!*parts) return parts->error();
+      auto policy = ParseLandlockParts(**parts);
+      if (!policy) return policy.error();
+      config.landlock = std::move(*policy);
     } else {
       return Error::Message("unknown option '" + arg + "' (see --help)");
     }
   }
   config.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (config.command.empty()) return Error::Message("no command given (after --)");
+  if (!landlock_write.empty() && !config.landlock) {
+    return Error::Message("--landlock-write needs --landlock");
+  }
+  if (config.landlock) config.landlock->writable = std::move(landlock_write);
+  CompleteLandlockPolicy(config);
   return config;
 }
 

@@ -1,5 +1,6 @@
 // The `ateam-sandbox supervise` command line, parsed into plain data:
-//   supervise --route ADDR:PORT=SOCKET_PATH [--route ...] [--probe-timeout-ms N] -- CMD [ARGS...]
+//   supervise --route ADDR:PORT=SOCKET_PATH [--route ...] [--probe-timeout-ms N]
+//             [--landlock PARTS [--landlock-write PATH ...]] -- CMD [ARGS...]
 // e.g. `--route 127.77.0.2:443=/run/ateam-tunnel/route-0.sock`.
 //
 // Who calls it: RunSuperviseCommand, in the supervisor process before any setup step. Pure:
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +17,7 @@
 #include "base/error.h"
 #include "relay/endpoint.h"
 #include "relay/socket_address.h"
+#include "security/landlock.h"
 
 namespace sbx::supervise {
 
@@ -32,6 +35,11 @@ inline constexpr std::chrono::milliseconds kMaxProbeTimeout{600000};
 struct SuperviseConfig {
   std::vector<SuperviseRoute> routes;  // command-line order; none is allowed
   std::chrono::milliseconds probe_timeout = kDefaultProbeTimeout;
+  // --landlock PARTS (a comma list of fs, net, scope) restricts the agent with Landlock
+  // (security/landlock.h): writes beneath each --landlock-write PATH (absolute, as seen
+  // inside) and to the sandbox's device files, TCP connect to the routes' ports. Without
+  // --landlock, none.
+  std::optional<security::LandlockPolicy> landlock;
   std::vector<std::string> command;  // argv of the agent, never empty
   bool help = false;                 // --help: print usage, run nothing
 };
@@ -42,7 +50,8 @@ struct SuperviseConfig {
 base::Result<SuperviseRoute> ParseRoute(std::string_view text);
 
 // Parses the arguments after `supervise`. Options: --route VALUE / --route=VALUE (repeated),
-// --probe-timeout-ms N / --probe-timeout-ms=N (1..600000), --help. The command starts after
+// --probe-timeout-ms N / --probe-timeout-ms=N (1..600000), --landlock PARTS,
+// --landlock-write PATH (repeated; needs --landlock), --help. The command starts after
 // `--`, or at the first argument that does not start with '-'. Rejected besides bad values:
 // unknown options, a missing command, the same listen address twice.
 base::Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args);

@@ -13,6 +13,7 @@
 
 #include "base/syscalls.h"
 #include "relay/event_loop.h"
+#include "security/landlock.h"
 #include "supervise/agent_process.h"
 #include "supervise/tunnel_setup.h"
 
@@ -141,11 +142,22 @@ Result<int> RunSupervisor(const SuperviseConfig& config) {
   // Every route is handed over before the fork: a failure here needs no agent to be killed.
   if (auto routes = HandOverRouteListeners(config); !routes) return routes.error();
   if (auto drop = DropAllPrivileges(); !drop) return drop.error();
+  // The agent's Landlock ruleset, built here with the paths as the sandbox sees them and
+  // applied by the agent's child alone (the supervisor keeps reaping and signalling).
+  // Where the kernel has no Landlock the ruleset is empty and nothing is applied; `run`
+  // reports that from the host.
+  UniqueFd landlock;
+  if (config.landlock) {
+    auto ruleset = security::CreateLandlockRuleset(
+        security::BuildLandlockRuleset(*config.landlock, security::LandlockAbi()));
+    if (!ruleset) return ruleset.error();
+    landlock = std::move(*ruleset);
+  }
 
   auto loop = relay::EventLoop::Create();
   if (!loop) return loop.error();
   Supervision supervision(std::move(*loop), std::move(*signal_fd));
-  auto agent = SpawnAgent(config.command);
+  auto agent = SpawnAgent(config.command, landlock.get());
   if (!agent) return agent.error();
   if (auto watch = supervision.Watch(std::move(*agent)); !watch) return watch.error();
   return supervision.Run();

@@ -12,8 +12,9 @@
 //   3. bind one TCP listener per route, connect each route's handoff channel (the probe),
 //      send the listener over it and close both (HandOverRouteListeners): the host relay
 //      accepts the agent's connections itself, and no byte or connection passes through here;
-//   4. drop every capability, keep no_new_privs, become non-dumpable;
-//   5. fork + exec the agent (SpawnAgent);
+//   4. drop every capability, keep no_new_privs, become non-dumpable; with --landlock,
+//      create the agent's Landlock ruleset (paths opened as the sandbox shows them);
+//   5. fork + exec the agent (SpawnAgent), which restricts itself with the ruleset;
 //   6. on one event loop, watch the agent's pidfd and reap every other child (orphans of the
 //      sandbox are re-parented to pid 1);
 //   7. SIGTERM/SIGINT are forwarded to the agent; a second one ends the supervisor at once.

@@ -19,6 +19,7 @@
 
 #include "base/unique_fd.h"
 #include "cli/doctor/doctor_probes.h"
+#include "security/landlock.h"
 
 extern char** environ;
 
@@ -78,12 +79,25 @@ Check CgroupCheck() {
 Check LandlockCheck() {
   const long abi =
       ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  if (abi >= 0) return {"landlock", CheckStatus::kInfo, fmt::format("ABI {}", abi), ""};
   const int err = errno;
-  if (err == EOPNOTSUPP) {
-    return {"landlock", CheckStatus::kInfo, "built in but not enabled (add landlock to lsm=)", ""};
+  if (abi > 0) {
+    // What `run` applies to its agent with this ABI (security/landlock.h).
+    const auto parts = security::LandlockParts(
+        security::BuildLandlockRuleset(security::LandlockPolicy{}, static_cast<int>(abi)));
+    std::string applied;
+    for (const std::string& part : parts) applied += (applied.empty() ? "" : ", ") + part;
+    return {"landlock", CheckStatus::kInfo,
+            fmt::format("ABI {}; `run` restricts the agent with: {}", abi,
+                        applied.empty() ? "nothing (ABI 2 needed)" : applied),
+            ""};
   }
-  return {"landlock", CheckStatus::kInfo, "not available: " + ErrnoText(err), ""};
+  const std::string skipped =
+      "; `run` applies no Landlock layer (mounts, seccomp and the network namespace still hold)";
+  if (err == EOPNOTSUPP) {
+    return {"landlock", CheckStatus::kInfo, "built in but not enabled" + skipped,
+            "add landlock to the kernel's lsm= boot parameter"};
+  }
+  return {"landlock", CheckStatus::kInfo, "not available: " + ErrnoText(err) + skipped, ""};
 }
 
 Check TiocstiCheck() {

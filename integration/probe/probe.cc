@@ -11,6 +11,9 @@
 //   connect HOST PORT       TCP connect (3 s timeout), send a line -> `connect: OK|ECONNREFUSED`
 //   udp HOST PORT           send one datagram `probe`              -> `udp: OK|ENETUNREACH|...`
 //   try-syscall NAME        one syscall, see kSyscalls below       -> `NAME: OK|EPERM|...`
+//   try-bind HOST PORT      TCP bind                               -> `try-bind: OK|EACCES|...`
+//   try-abstract NAME       connect to the abstract Unix socket @NAME -> `try-abstract: ...`
+//   try-kill PID SIG        kill(PID, SIG)                         -> `try-kill: OK|EPERM|...`
 //   exit N                  exit with status N
 //   kill-self SIG           die by signal SIG
 //   sleep [SECONDS]         print `sleeping pid=N`, then sleep (default 60 s)
@@ -20,20 +23,25 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
+#include <linux/netlink.h>
 #include <linux/nsfs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -237,6 +245,23 @@ long TrySetHostname() {
   return sethostname(name, std::strlen(name));  // Same name: observable only as a permission.
 }
 
+// socket(family, type, protocol), closed again at once.
+long TrySocket(int family, int type, int protocol) {
+  long fd = socket(family, type | SOCK_CLOEXEC, protocol);
+  if (fd >= 0) close(static_cast<int>(fd));
+  return fd;
+}
+
+long TrySocketpair(int family) {
+  int fds[2];
+  long rc = socketpair(family, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
+  if (rc == 0) {
+    close(fds[0]);
+    close(fds[1]);
+  }
+  return rc;
+}
+
 struct SyscallProbe {
   const char* name;
   long (*run)();
@@ -257,7 +282,58 @@ constexpr SyscallProbe kSyscalls[] = {
        if (fd >= 0) close(static_cast<int>(fd));
        return fd;
      }},
+    {"socket-unix", [] { return TrySocket(AF_UNIX, SOCK_STREAM, 0); }},
+    {"socket-inet", [] { return TrySocket(AF_INET, SOCK_STREAM, 0); }},
+    {"socket-inet6", [] { return TrySocket(AF_INET6, SOCK_DGRAM, 0); }},
+    {"socket-netlink-route", [] { return TrySocket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE); }},
+    {"socket-netlink-audit", [] { return TrySocket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT); }},
+    {"socket-netlink-uevent",
+     [] { return TrySocket(AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT); }},
+    {"socket-packet", [] { return TrySocket(AF_PACKET, SOCK_RAW, 0); }},
+    {"socket-key", [] { return TrySocket(AF_KEY, SOCK_RAW, 2 /* PF_KEY_V2 */); }},
+    {"socket-alg", [] { return TrySocket(AF_ALG, SOCK_SEQPACKET, 0); }},
+    {"socket-bluetooth", [] { return TrySocket(AF_BLUETOOTH, SOCK_RAW, 0); }},
+    {"socketpair-unix", [] { return TrySocketpair(AF_UNIX); }},
+    {"socketpair-packet", [] { return TrySocketpair(AF_PACKET); }},
+    {"personality-query", [] { return static_cast<long>(personality(0xffffffff)); }},
+    {"personality-linux", [] { return static_cast<long>(personality(PER_LINUX)); }},
+    {"personality-no-randomize",
+     [] { return static_cast<long>(personality(unsigned{PER_LINUX} | ADDR_NO_RANDOMIZE)); }},
+    {"personality-read-implies-exec",
+     [] { return static_cast<long>(personality(unsigned{PER_LINUX} | READ_IMPLIES_EXEC)); }},
+    {"syslog-size", [] { return syscall(SYS_syslog, 10 /* SYSLOG_ACTION_SIZE_BUFFER */, 0, 0); }},
 };
+
+int TryBind(const char* host, const char* port) {
+  sockaddr_storage addr;
+  socklen_t len = MakeAddress(host, port, &addr);
+  if (len == 0) return kUsageError;
+  int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0;
+  PrintResult("try-bind", ok, errno);
+  if (fd >= 0) close(fd);
+  return 0;
+}
+
+int TryAbstract(const char* name) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  size_t n = std::min(std::strlen(name), sizeof(addr.sun_path) - 1);
+  std::memcpy(addr.sun_path + 1, name, n);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool ok =
+      fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr),
+                         static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) == 0;
+  PrintResult("try-abstract", ok, errno);
+  if (fd >= 0) close(fd);
+  return 0;
+}
+
+int TryKill(const char* pid, const char* sig) {
+  bool ok = kill(static_cast<pid_t>(std::atoi(pid)), std::atoi(sig)) == 0;
+  PrintResult("try-kill", ok, errno);
+  return 0;
+}
 
 int TrySyscall(std::string_view name) {
   for (const SyscallProbe& probe : kSyscalls) {
@@ -311,7 +387,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: probe report | try-write PATH | try-read PATH | stat PATH |\n"
                "       connect HOST PORT | udp HOST PORT | try-syscall NAME |\n"
-               "       exit N | kill-self SIG | sleep [SECONDS] | netns-owner\n");
+               "       exit N | kill-self SIG | sleep [SECONDS] | netns-owner |\n"
+               "       try-bind HOST PORT | try-abstract NAME | try-kill PID SIG\n");
   return kUsageError;
 }
 
@@ -328,11 +405,14 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "try-read") return TryRead(arg1);
   if (cmd == "stat") return Stat(arg1);
   if (cmd == "try-syscall") return TrySyscall(arg1);
+  if (cmd == "try-abstract") return TryAbstract(arg1);
   if (cmd == "exit") return std::atoi(arg1);
   if (cmd == "kill-self") return KillSelf(std::atoi(arg1));
   if (arg2 == nullptr) return Usage();
   if (cmd == "connect") return Connect(arg1, arg2);
   if (cmd == "udp") return Udp(arg1, arg2);
+  if (cmd == "try-bind") return TryBind(arg1, arg2);
+  if (cmd == "try-kill") return TryKill(arg1, arg2);
   return Usage();
 }
 

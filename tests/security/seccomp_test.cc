@@ -3,7 +3,9 @@
 #include "security/seccomp.h"
 
 #include <linux/filter.h>
+#include <linux/netlink.h>
 #include <sys/ioctl.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -91,12 +93,66 @@ TEST_F(DefaultPolicyTest, BlocksTtyInjectionOn32Bits) {
   ExpectAllowed(MakeSeccompData(SYS_ioctl, {0, FIONREAD}));
 }
 
-TEST_F(DefaultPolicyTest, BlocksVsockOnly) {
+TEST_F(DefaultPolicyTest, SocketFamiliesAreAnAllowlist) {
+  for (int nr : {SYS_socket, SYS_socketpair}) {
+    ExpectAllowed(MakeSeccompData(nr, {AF_UNIX, SOCK_STREAM, 0}));
+    ExpectAllowed(MakeSeccompData(nr, {AF_INET, SOCK_STREAM, 0}));
+    ExpectAllowed(MakeSeccompData(nr, {AF_INET6, SOCK_DGRAM, 0}));
+    ExpectAllowed(MakeSeccompData(nr, {AF_NETLINK, SOCK_RAW, NETLINK_ROUTE}));
+    for (uint64_t family :
+         {uint64_t{AF_UNSPEC}, uint64_t{AF_PACKET}, uint64_t{AF_KEY}, uint64_t{AF_ALG},
+          uint64_t{AF_BLUETOOTH}, uint64_t{AF_APPLETALK}, uint64_t{AF_CAN}, uint64_t{AF_TIPC},
+          uint64_t{AF_RDS}, uint64_t{AF_XDP}, uint64_t{AF_MCTP}, uint64_t{46}, uint64_t{1000},
+          uint64_t{0xffffffff}, kHighBits | AF_PACKET}) {
+      ExpectErrno(MakeSeccompData(nr, {family, SOCK_RAW, 0}), EAFNOSUPPORT);
+    }
+    // The kernel reads the family as an int: high bits do not change what is created.
+    ExpectAllowed(MakeSeccompData(nr, {kHighBits | AF_UNIX, SOCK_STREAM, 0}));
+  }
+}
+
+TEST_F(DefaultPolicyTest, NetlinkOnlyForRoute) {
+  ExpectErrno(MakeSeccompData(SYS_socket, {AF_NETLINK, SOCK_RAW, NETLINK_AUDIT}), EPROTONOSUPPORT);
+  ExpectErrno(MakeSeccompData(SYS_socket, {AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT}),
+              EPROTONOSUPPORT);
+  ExpectErrno(MakeSeccompData(SYS_socket, {AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER}),
+              EPROTONOSUPPORT);
+  ExpectErrno(MakeSeccompData(SYS_socket, {AF_NETLINK, SOCK_RAW, NETLINK_GENERIC}),
+              EPROTONOSUPPORT);
+  // The protocol is compared on 64 bits: garbage above bit 31 is refused, never let through.
+  ExpectErrno(MakeSeccompData(SYS_socket, {AF_NETLINK, SOCK_RAW, kHighBits}), EPROTONOSUPPORT);
+  ExpectAllowed(MakeSeccompData(SYS_socket, {AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0}));
+  ExpectAllowed(MakeSeccompData(SYS_socket, {kHighBits | AF_NETLINK, SOCK_RAW, 0}));
+}
+
+TEST_F(DefaultPolicyTest, BlocksVsock) {
   ExpectErrno(MakeSeccompData(SYS_socket, {AF_VSOCK, SOCK_STREAM, 0}), EAFNOSUPPORT);
   ExpectErrno(MakeSeccompData(SYS_socket, {kHighBits | AF_VSOCK, SOCK_STREAM, 0}), EAFNOSUPPORT);
-  ExpectAllowed(MakeSeccompData(SYS_socket, {AF_INET, SOCK_STREAM, 0}));
-  ExpectAllowed(MakeSeccompData(SYS_socket, {AF_UNIX, SOCK_STREAM, 0}));
-  ExpectAllowed(MakeSeccompData(SYS_socket, {AF_INET6, SOCK_DGRAM, 0}));
+}
+
+TEST_F(DefaultPolicyTest, PersonalityOnlyWithTheValuesInUse) {
+  for (uint64_t value : {uint64_t{PER_LINUX}, uint64_t{PER_LINUX32}, uint64_t{ADDR_NO_RANDOMIZE},
+                         uint64_t{PER_LINUX32} | ADDR_NO_RANDOMIZE, uint64_t{0xffffffff}}) {
+    ExpectAllowed(MakeSeccompData(SYS_personality, {value}));
+  }
+  for (uint64_t value :
+       {uint64_t{READ_IMPLIES_EXEC}, uint64_t{MMAP_PAGE_ZERO}, uint64_t{ADDR_COMPAT_LAYOUT},
+        uint64_t{ADDR_LIMIT_32BIT}, uint64_t{ADDR_LIMIT_3GB}, uint64_t{UNAME26}, uint64_t{PER_BSD},
+        uint64_t{PER_SVR4}, uint64_t{ADDR_NO_RANDOMIZE} | READ_IMPLIES_EXEC,
+        uint64_t{0xfffffffe}}) {
+    ExpectErrno(MakeSeccompData(SYS_personality, {value}), EPERM);
+  }
+}
+
+TEST_F(DefaultPolicyTest, BlocksSyslogLineDisciplinesAndObsoleteCalls) {
+  ExpectErrno(MakeSeccompData(SYS_syslog, {3 /* SYSLOG_ACTION_READ_ALL */}), EPERM);
+  ExpectErrno(MakeSeccompData(SYS_ioctl, {0, TIOCSETD}), EPERM);
+  ExpectErrno(MakeSeccompData(SYS_ioctl, {0, kHighBits | TIOCSETD}), EPERM);
+  ExpectAllowed(MakeSeccompData(SYS_ioctl, {0, TIOCGETD}));
+  for (int nr : {SYS_uselib, SYS_ustat, SYS_sysfs, SYS__sysctl, SYS_modify_ldt}) {
+    ExpectErrno(MakeSeccompData(nr), ENOSYS);
+  }
+  for (int nr : {SYS_pidfd_getfd, SYS_process_madvise}) ExpectErrno(MakeSeccompData(nr), EPERM);
 }
 
 TEST_F(DefaultPolicyTest, AllowsOrdinarySystemCalls) {
@@ -129,15 +185,52 @@ TEST(SeccompPolicyTest, RelaxedGroupsAreAllowed) {
             SECCOMP_RET_KILL_PROCESS);
 }
 
+// Each socket group is relaxed on its own: vsock and the other families are separate.
+TEST(SeccompPolicyTest, SocketGroupsRelaxIndependently) {
+  auto eval = [](const BpfProgram& program, const seccomp_data& data) {
+    auto ret = EvalBpfBytes(program, data);
+    EXPECT_TRUE(ret) << ret.error().Render();
+    return ret ? *ret : 0U;
+  };
+  auto vsock = CompileDefaultSeccompPolicy({.relaxed_groups = {"vsock"}});
+  ASSERT_TRUE(vsock) << vsock.error().Render();
+  EXPECT_EQ(eval(*vsock, MakeSeccompData(SYS_socket, {AF_VSOCK})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(SeccompData(eval(*vsock, MakeSeccompData(SYS_socket, {AF_PACKET}))),
+            static_cast<uint32_t>(EAFNOSUPPORT));
+  auto families = CompileDefaultSeccompPolicy({.relaxed_groups = {"socket-families"}});
+  ASSERT_TRUE(families) << families.error().Render();
+  EXPECT_EQ(eval(*families, MakeSeccompData(SYS_socket, {AF_PACKET})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(eval(*families, MakeSeccompData(SYS_socketpair, {AF_ALG})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(SeccompData(eval(*families, MakeSeccompData(SYS_socket, {AF_VSOCK}))),
+            static_cast<uint32_t>(EAFNOSUPPORT));
+  EXPECT_EQ(SeccompData(eval(*families, MakeSeccompData(SYS_socket, {AF_NETLINK, 0, 9}))),
+            static_cast<uint32_t>(EPROTONOSUPPORT));
+  // The prefix still hands foreign arches and x32 to libseccomp's kill.
+  EXPECT_EQ(eval(*vsock, MakeSeccompData(SYS_socket, {AF_PACKET}, AUDIT_ARCH_I386)),
+            SECCOMP_RET_KILL_PROCESS);
+  EXPECT_EQ(eval(*vsock, MakeSeccompData(kX32Bit | SYS_socket, {AF_PACKET})),
+            SECCOMP_RET_KILL_PROCESS);
+  auto netlink = CompileDefaultSeccompPolicy({.relaxed_groups = {"netlink", "personality"}});
+  ASSERT_TRUE(netlink) << netlink.error().Render();
+  EXPECT_EQ(eval(*netlink, MakeSeccompData(SYS_socket, {AF_NETLINK, 0, 9})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(eval(*netlink, MakeSeccompData(SYS_personality, {READ_IMPLIES_EXEC})),
+            SECCOMP_RET_ALLOW);
+  EXPECT_EQ(SeccompAction(eval(*netlink, MakeSeccompData(SYS_socket, {AF_KEY}))),
+            SECCOMP_RET_ERRNO);
+}
+
 TEST(SeccompPolicyTest, EveryGroupCanBeRelaxed) {
   std::vector<std::string> all;
   for (const SeccompGroupInfo& group : SeccompGroups()) all.emplace_back(group.name);
-  EXPECT_EQ(all.size(), 10U);
+  EXPECT_EQ(all.size(), 16U);
   auto program = CompileDefaultSeccompPolicy({.relaxed_groups = all});
   ASSERT_TRUE(program) << program.error().Render();
   EXPECT_EQ(*EvalBpfBytes(*program, MakeSeccompData(SYS_ioctl, {0, TIOCSTI})), SECCOMP_RET_ALLOW);
   EXPECT_EQ(*EvalBpfBytes(*program, MakeSeccompData(SYS_io_uring_setup)), SECCOMP_RET_ALLOW);
   EXPECT_EQ(*EvalBpfBytes(*program, MakeSeccompData(SYS_socket, {AF_VSOCK})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(*EvalBpfBytes(*program, MakeSeccompData(SYS_socket, {AF_PACKET})), SECCOMP_RET_ALLOW);
+  EXPECT_EQ(*EvalBpfBytes(*program, MakeSeccompData(SYS_personality, {READ_IMPLIES_EXEC})),
+            SECCOMP_RET_ALLOW);
   // The architecture rule is not a group.
   EXPECT_EQ(*EvalBpfBytes(*program, MakeSeccompData(SYS_getpid, {}, AUDIT_ARCH_I386)),
             SECCOMP_RET_KILL_PROCESS);
@@ -161,11 +254,18 @@ TEST(SeccompPolicyTest, DescribesEveryGroup) {
   EXPECT_EQ((*lines)[1],
             "seccomp: tty-inject: ioctl(TIOCSTI), ioctl(TIOCLINUX) -> EPERM (argument compared "
             "on 32 bits)");
-  EXPECT_EQ((*lines)[2],
+  EXPECT_EQ((*lines)[3],
             "seccomp: io_uring: io_uring_setup, io_uring_enter, io_uring_register "
             "-> ENOSYS");
+  EXPECT_EQ((*lines)[10],
+            "seccomp: socket-families: socket(unless AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, "
+            "AF_VSOCK), socketpair(unless AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_VSOCK) -> "
+            "EAFNOSUPPORT (argument compared on 32 bits)");
+  EXPECT_EQ((*lines)[13],
+            "seccomp: ptrace: relaxed, allowed: ptrace, process_vm_readv, process_vm_writev, "
+            "pidfd_getfd, process_madvise");
   EXPECT_EQ(lines->back(),
-            "seccomp: ptrace: relaxed, allowed: ptrace, process_vm_readv, process_vm_writev");
+            "seccomp: obsolete: uselib, ustat, sysfs, _sysctl, modify_ldt -> ENOSYS");
 }
 
 TEST(ValidateSeccompProgramTest, RejectsBadLengths) {
@@ -201,6 +301,13 @@ TEST(LoadSeccompProgramsTest, DefaultPolicyReallyBlocksKeyctl) {
     }
     if (syscall(SYS_io_uring_setup, 1, nullptr) != -1 || errno != ENOSYS) return 13;
     if (syscall(SYS_getpid) != getpid() || getpid() <= 0) return 14;
+    // The hand-written allowlist prefix runs in the kernel as in the evaluator.
+    if (socket(AF_PACKET, SOCK_RAW, 0) != -1 || errno != EAFNOSUPPORT) return 15;
+    if (syscall(SYS_personality, READ_IMPLIES_EXEC) != -1 || errno != EPERM) return 16;
+    if (syscall(SYS_personality, 0xffffffffUL) < 0) return 17;
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 18;
+    close(fd);
     return 0;
   });
   ASSERT_TRUE(WIFEXITED(status)) << "child status " << status;

@@ -107,6 +107,10 @@ TEST(ParseSuperviseArgsTest, Errors) {
       {{"--probe-timeout-ms", "600001", "--", "x"}, "expected 1..600000"},
       {{"--routes", "127.77.0.2:443=/a.sock", "--", "x"}, "unknown option '--routes'"},
       {{"-v", "--", "x"}, "unknown option '-v'"},
+      {{"--landlock", "fs,disk", "--", "x"}, "bad --landlock 'fs,disk'"},
+      {{"--landlock", "", "--", "x"}, "expected a comma list of fs, net, scope"},
+      {{"--landlock", "fs", "--landlock-write", "ws", "--", "x"}, "must be absolute"},
+      {{"--landlock-write", "/ws", "--", "x"}, "--landlock-write needs --landlock"},
   };
   for (const auto& [args, message] : cases) {
     auto config = Parse(args);
@@ -120,6 +124,29 @@ TEST(ParseSuperviseArgsTest, SamePortOnTwoAddressesIsFine) {
                        "--route", "127.77.0.2:80=/c.sock", "--", "x"});
   ASSERT_TRUE(config.ok()) << config.error().Render();
   EXPECT_EQ(config->routes.size(), 3U);
+}
+
+TEST(ParseSuperviseArgsTest, NoLandlockUnlessAsked) {
+  auto config = Parse({"--route", "127.77.0.2:443=/a.sock", "--", "x"});
+  ASSERT_TRUE(config.ok()) << config.error().Render();
+  EXPECT_FALSE(config->landlock.has_value());
+}
+
+TEST(ParseSuperviseArgsTest, LandlockPolicyTakesTheRoutePortsAndDevices) {
+  auto config = Parse({"--route", "127.77.0.2:443=/a.sock", "--route", "127.77.0.3:8443=/b.sock",
+                       "--landlock", "fs,scope", "--landlock-write", "/ws", "--landlock-write=/tmp",
+                       "--", "x"});
+  ASSERT_TRUE(config.ok()) << config.error().Render();
+  ASSERT_TRUE(config->landlock.has_value());
+  const security::LandlockPolicy& p = *config->landlock;
+  EXPECT_TRUE(p.fs);
+  EXPECT_FALSE(p.net);
+  EXPECT_TRUE(p.scope);
+  EXPECT_EQ(p.writable, (std::vector<std::string>{"/ws", "/tmp"}));
+  EXPECT_EQ(p.connect_ports, (std::vector<uint16_t>{443, 8443}));
+  EXPECT_THAT(p.devices, ::testing::Contains("/dev/null"));
+  EXPECT_THAT(p.devices, ::testing::Contains("/dev/pts"));
+  EXPECT_EQ(p.stdio_fds, (std::vector<int>{0, 1, 2}));
 }
 
 }  // namespace

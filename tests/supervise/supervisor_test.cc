@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
+#include "security/landlock.h"
 #include "supervise/supervise_command.h"
 #include "tests/supervise/sandbox_harness.h"
 
@@ -119,6 +121,27 @@ TEST_F(SupervisorTest, FailedProbeIsFatalAndNamesTheRoute) {
   EXPECT_THAT(run.stderr_text, HasSubstr("No such file or directory"));
   EXPECT_THAT(run.stderr_text, ::testing::Not(HasSubstr("agent-ran")));
   EXPECT_EQ(run.stderr_text.find('\n'), run.stderr_text.size() - 1) << "one line";
+}
+
+TEST_F(SupervisorTest, LandlockRestrictsTheAgentButNotTheSupervisor) {
+  if (security::LandlockAbi() < 6) GTEST_SKIP() << "Landlock ABI 6 needed";
+  StartEcho();
+  const std::string allowed = dir_ + "/allowed";
+  ASSERT_EQ(::mkdir(allowed.c_str(), 0700), 0);
+  // Writes beneath --landlock-write only; pid 1 (the supervisor) is out of signal reach;
+  // the supervisor still reaps the agent and passes its code on.
+  const std::string script = "echo x > " + allowed + "/f || exit 11; " + "(echo x > " + dir_ +
+                             "/denied) 2>/dev/null && exit 12; " +
+                             "kill -0 1 2>/dev/null && exit 13; exit 7";
+  SandboxRun run =
+      RunSupervisorInSandbox(Concat({"--landlock", "fs,net,scope", "--landlock-write", allowed},
+                                    Concat(RouteArgs(), {"/bin/sh", "-c", script})));
+  ::unlink((allowed + "/f").c_str());
+  ::unlink((dir_ + "/denied").c_str());
+  ::rmdir(allowed.c_str());
+  if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
+  ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
+  EXPECT_EQ(run.exit_code, 7) << run.stderr_text;
 }
 
 TEST_F(SupervisorTest, CommandThatCannotRunExits127) {
