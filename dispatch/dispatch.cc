@@ -235,7 +235,9 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
     if (!address) return address.error();
     paths.route_sockets.push_back(r.socket_path);
     paths.route_listen.push_back(fmt::format("{}:{}", *address, r.route.port));
-    result->routes.push_back({r.route.host, r.route.port, *address, r.upstream.ToString()});
+    result->routes.push_back({r.route.host, r.route.port,
+                              std::string(relay::RouteKindName(r.route.kind)), *address,
+                              r.upstream.ToString()});
   }
   auto spec = BuildDispatchSpec(request, paths);
   if (!spec) return spec.error();
@@ -245,6 +247,10 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   if (request.dry_run) {
     fmt::print("{}", runtime::PrintPlan(*plan));
     fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(*plan, request.bwrap_path));
+    for (const DispatchRoute& route : result->routes) {
+      fmt::print("route: {}:{} {} at {} -> {}\n", route.host, route.port, route.kind,
+                 route.sandbox_address, route.upstream);
+    }
     result->reason = "dry-run";
     result->exit_code = 0;
     return {};
