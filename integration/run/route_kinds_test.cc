@@ -1,6 +1,8 @@
 // Route kinds through the whole tunnel: tcp routes dial when the agent connects, so servers
 // that speak first work; tls routes dial only for a ClientHello naming the route's host.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -79,6 +81,38 @@ TEST_F(RunRouteKindsTest, SmtpStyleGreetingThenCommandsAndReplies) {
   EXPECT_EQ(Get(r, "end"), "EOF") << Describe(res);
   EXPECT_EQ(smtp.lines(),
             (std::vector<std::string>{"EHLO agent.test", "MAIL FROM:<agent@agent.test>", "QUIT"}));
+}
+
+TEST_F(RunRouteKindsTest, RealSshClientGetsThroughATcpRouteToSshd) {
+  if (access("/usr/sbin/sshd", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/sshd (openssh-server)";
+  std::string missing = MissingPrerequisite({"ssh", "ssh-keygen", "ssh-keyscan"});
+  if (!missing.empty()) GTEST_SKIP() << missing;
+  TempDir keys;
+  ASSERT_EQ(
+      RunCommand({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", keys.Sub("host")}).exit_code,
+      0);
+  // A root sshd wants its privilege separation directory, which its service unit makes.
+  if (IsRoot()) mkdir("/run/sshd", 0755);
+  int port = ClosedPort();
+  Process sshd = Process::Start(
+      {"sh", "-c",
+       "exec /usr/sbin/sshd -D -e -f /dev/null -o ListenAddress=127.0.0.1:" + std::to_string(port) +
+           " -o HostKey=" + keys.Sub("host") + " -o PidFile=none -o UsePAM=no 2>&1"});
+  ASSERT_TRUE(sshd.WaitForOutput("Server listening", std::chrono::seconds(10))) << sshd.out();
+  // ssh-keyscan completes the key exchange; ssh gets as far as the server refusing it.
+  std::string script =
+      "ssh-keyscan -T 5 -p 22 git.example.test 2>/dev/null | sed 's/^/keyscan: /'\n"
+      "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+      "-o ConnectTimeout=5 -p 22 git@git.example.test true 2>&1 | grep -c 'Permission denied' "
+      "| sed 's/^/denied: /'\n";
+  RunResult res = RunAteam(Options({"git.example.test:22=127.0.0.1:" + std::to_string(port)}),
+                           {"/bin/sh", "-c", script});
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  Report r = ParseReport(res.out);
+  std::string public_key = ReadFile(keys.Sub("host.pub")).value_or("");
+  std::string key = public_key.substr(0, public_key.rfind(' '));  // "ssh-ed25519 AAAA..."
+  EXPECT_EQ(Get(r, "keyscan"), "git.example.test " + key) << Describe(res);
+  EXPECT_EQ(Get(r, "denied"), "1") << Describe(res);
 }
 
 TEST_F(RunRouteKindsTest, DownUpstreamOnAnEagerRouteResetsTheAgentAtOnce) {
