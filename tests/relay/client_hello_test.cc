@@ -125,8 +125,9 @@ TEST(ClientHelloTest, MalformedHellosAreRefused) {
       {"alert between records",
        Records(HandshakeMessage(good_body).substr(0, 10)) + U8(21) + U16(0x0301) + U16(2) + "xx"},
       {"two server_name extensions", Hello({Sni("api.example.com"), Sni("other.test")})},
-      {"two names in one extension", Hello({{0, U16(2 * (3 + 10)) + U8(0) + U16(10) + "a.example1" +
-                                                    U8(0) + U16(10) + "b.example2"}})},
+      {"two names in one extension",
+       Hello({{0, U16(26 /* two entries of 13 */) + U8(0) + U16(10) + "a.example1" + U8(0) +
+                      U16(10) + "b.example2"}})},
       {"name type 1", Hello({{0, ServerNameData("api.example.com", 1)}})},
       {"empty name", Hello({{0, ServerNameData("")}})},
       {"name with NUL", Hello({{0, ServerNameData(std::string("api.example.com\0x", 17))}})},

@@ -31,7 +31,7 @@ inline std::string FromHex(std::string_view hex) {
   return out;
 }
 
-inline std::string U8(size_t v) { return std::string(1, static_cast<char>(v & 0xff)); }
+inline std::string U8(size_t v) { return {static_cast<char>(v & 0xff)}; }
 inline std::string U16(size_t v) { return U8(v >> 8) + U8(v); }
 inline std::string U24(size_t v) { return U8(v >> 16) + U16(v); }
 
