@@ -224,13 +224,7 @@ void Connection::ReadHello() {
       if (!hello_->server_name()) {
         refusal = EndReason::kNoSni;
       } else if (!ServerNameMatches(*hello_->server_name(), server_name_)) {
-        refusal = EndReason::kSniMismatch;
-        // For the ledger: the agent's bytes, kept to printable ASCII so the line stays valid
-        // JSON text whatever they are (a host name is ASCII anyway).
-        refused_sni_ = *hello_->server_name();
-        for (char& c : refused_sni_) {
-          if (c <= ' ' || c > '~') c = '?';
-        }
+        refusal = EndReason::kSniMismatch;  // Close() records the name
       } else {
         hello_.reset();
         last_activity_ = loop_->Now();
@@ -379,8 +373,16 @@ void Connection::Close(EndReason reason, int err, CloseMode mode) {
   }
   upward_.Discard();
   downward_.Discard();
-  hello_.reset();
   ConnectionRecord record;
+  if (reason == EndReason::kSniMismatch && hello_ && hello_->server_name()) {
+    // For the ledger: the agent's bytes, kept to printable ASCII so the line stays valid
+    // JSON text whatever they are (a host name is ASCII anyway).
+    record.sni = *hello_->server_name();
+    for (char& c : record.sni) {
+      if (c <= ' ' || c > '~') c = '?';
+    }
+  }
+  hello_.reset();
   record.start = started_wall_;
   record.duration =
       std::chrono::duration_cast<std::chrono::milliseconds>(EventLoop::Clock::now() - started_);
@@ -389,7 +391,6 @@ void Connection::Close(EndReason reason, int err, CloseMode mode) {
   record.end = reason;
   record.err = err;
   record.dialed = dialed_;
-  record.sni = std::move(refused_sni_);
   owner_->OnConnectionClosed(this, record);
 }
 

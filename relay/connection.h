@@ -166,7 +166,6 @@ class Connection final : public Closable {
   DialPolicy dial_policy_;
   std::string_view server_name_;
   std::unique_ptr<ClientHelloReader> hello_;  // kAwaitingHello only
-  std::string refused_sni_;                   // kSniMismatch: for the record
   State state_ = State::kAwaitingData;
   bool dialed_ = false;
   Side down_;
