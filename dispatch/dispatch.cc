@@ -235,9 +235,8 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
     if (!address) return address.error();
     paths.route_sockets.push_back(r.socket_path);
     paths.route_listen.push_back(fmt::format("{}:{}", *address, r.route.port));
-    result->routes.push_back({r.route.host, r.route.port,
-                              std::string(relay::RouteKindName(r.route.kind)), *address,
-                              r.upstream.ToString()});
+    result->routes.push_back({r.route.host, r.route.port, *address, r.upstream.ToString(),
+                              std::string(relay::RouteKindName(r.route.kind))});
   }
   auto spec = BuildDispatchSpec(request, paths);
   if (!spec) return spec.error();

@@ -20,9 +20,9 @@ inline constexpr int kTimeoutExit = 124;
 struct DispatchRoute {
   std::string host;
   int port = 0;
-  std::string kind;             // "tls" or "tcp" (relay::RouteKind)
   std::string sandbox_address;  // 127.77.0.N
   std::string upstream;         // the pinned address
+  std::string kind;             // "tls" or "tcp" (relay::RouteKind)
 };
 
 struct DispatchResult {
