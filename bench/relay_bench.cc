@@ -179,6 +179,7 @@ int RunTunnel(const std::string& dir, uint16_t server_port, int ready_fd, int st
   route.index = 0;
   route.host = "bench.invalid";
   route.port = server_port;
+  route.kind = RouteKind::kTcp;         // the bench speaks plain bytes, not TLS
   route.upstream_override = *upstream;  // loopback on purpose
   auto host = HostRelay::Create(loop->get(), {dir, {route}, limits, "", std::nullopt});
   if (!host) return 2;

@@ -252,7 +252,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
     if (!address) return address.error();
     paths.route_sockets.push_back(r.socket_path);
     paths.route_listen.push_back(fmt::format("{}:{}", *address, r.route.port));
-    result->routes.push_back({r.route.host, r.route.port, *address, r.upstream.ToString()});
+    result->routes.push_back({r.route.host, r.route.port, *address, r.upstream.ToString(),
+                              std::string(relay::RouteKindName(r.route.kind))});
   }
   // What the supervisor will apply: the same kernel answers there as here.
   for (const auto& r : (*tunnel)->routes()) {
@@ -270,6 +271,10 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (request.dry_run) {
     fmt::print("{}", runtime::PrintPlan(*plan));
     fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(*plan, request.bwrap_path));
+    for (const DispatchRoute& route : result->routes) {
+      fmt::print("route: {}:{} {} at {} -> {}\n", route.host, route.port, route.kind,
+                 route.sandbox_address, route.upstream);
+    }
     // The groups were checked when the policy was compiled above.
     auto seccomp_lines = security::DescribeSeccompPolicy({.relaxed_groups = request.seccomp_allow});
     if (seccomp_lines) {

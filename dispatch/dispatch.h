@@ -22,6 +22,7 @@ struct DispatchRoute {
   int port = 0;
   std::string sandbox_address;  // 127.77.0.N
   std::string upstream;         // the pinned address
+  std::string kind;             // "tls" or "tcp" (relay::RouteKind)
 };
 
 struct DispatchResult {

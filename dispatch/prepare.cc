@@ -51,7 +51,8 @@ base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchReques
   if (!request.no_default_allow && !profile.default_endpoint.empty()) {
     bool named = std::any_of(specs.begin(), specs.end(), [&](const std::string& s) {
       return s == profile.default_endpoint || s.starts_with(profile.default_endpoint + ":") ||
-             s.starts_with(profile.default_endpoint + "=");
+             s.starts_with(profile.default_endpoint + "=") ||
+             s.starts_with(profile.default_endpoint + ",");
     });
     if (!named) specs.push_back(profile.default_endpoint);
   }

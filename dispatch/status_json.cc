@@ -11,9 +11,10 @@ std::string RenderStatusJson(const DispatchResult& r) {
   std::string routes;
   for (const auto& route : r.routes) {
     if (!routes.empty()) routes += ", ";
-    routes += fmt::format(R"({{"host": {}, "port": {}, "sandbox_address": {}, "upstream": {}}})",
-                          JsonQuote(route.host), route.port, JsonQuote(route.sandbox_address),
-                          JsonQuote(route.upstream));
+    routes += fmt::format(
+        R"({{"host": {}, "port": {}, "kind": {}, "sandbox_address": {}, "upstream": {}}})",
+        JsonQuote(route.host), route.port, JsonQuote(route.kind), JsonQuote(route.sandbox_address),
+        JsonQuote(route.upstream));
   }
   std::string signal = r.signal ? fmt::format("{}", *r.signal) : "null";
   std::string error = r.error.empty() ? "null" : JsonQuote(r.error);

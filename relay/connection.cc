@@ -2,6 +2,7 @@
 
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace sbx::relay {
@@ -64,8 +65,42 @@ std::string_view EndReasonName(EndReason reason) {
       return "shutdown";
     case EndReason::kRefused:
       return "refused";
+    case EndReason::kNotTls:
+      return "not-tls";
+    case EndReason::kBadHello:
+      return "bad-hello";
+    case EndReason::kNoSni:
+      return "no-sni";
+    case EndReason::kSniMismatch:
+      return "sni-mismatch";
+    case EndReason::kHelloTimeout:
+      return "hello-timeout";
   }
   return "unknown";
+}
+
+bool IsHelloRefusal(EndReason reason) {
+  switch (reason) {
+    case EndReason::kNotTls:
+    case EndReason::kBadHello:
+    case EndReason::kNoSni:
+    case EndReason::kSniMismatch:
+    case EndReason::kHelloTimeout:
+      return true;
+    case EndReason::kClosed:
+    case EndReason::kProbe:
+    case EndReason::kUpstreamRefused:
+    case EndReason::kUpstreamTimeout:
+    case EndReason::kUpstreamUnreachable:
+    case EndReason::kUpstreamError:
+    case EndReason::kReset:
+    case EndReason::kIdleTimeout:
+    case EndReason::kLimit:
+    case EndReason::kShutdown:
+    case EndReason::kRefused:
+      return false;
+  }
+  return false;
 }
 
 Connection::Connection(const ConnectionConfig& config, base::UniqueFd downstream)
@@ -73,6 +108,8 @@ Connection::Connection(const ConnectionConfig& config, base::UniqueFd downstream
       target_(config.target),
       limits_(config.limits),
       owner_(config.owner),
+      dial_policy_(config.dial),
+      server_name_(config.server_name),
       down_(this, /*upstream=*/false),
       up_(this, /*upstream=*/true),
       upward_(config.limits->buffer_bytes, config.pool, config.splice),
@@ -100,7 +137,21 @@ base::Status Connection::Start() {
     return watched;
   }
   down_.io.writable = true;  // a fresh socket has room; see kSocketEvents
-  ArmTimer();
+  switch (dial_policy_) {
+    case DialPolicy::kOnFirstByte:
+      ArmTimer();
+      break;
+    case DialPolicy::kAfterClientHello:
+      state_ = State::kAwaitingHello;
+      // Bounded by the buffer too: the hello is held there until it is judged.
+      hello_ = std::make_unique<ClientHelloReader>(
+          std::min(kMaxClientHelloBytes, limits_->buffer_bytes));
+      timer_ = loop_->AddTimer(limits_->hello_timeout, [this] { OnTimer(); });
+      break;
+    case DialPolicy::kAtAccept:
+      Dial();  // a dial that fails at once closes the connection here
+      break;
+  }
   return {};
 }
 
@@ -134,6 +185,9 @@ void Connection::OnDownstreamEvents() {
         Close(EndReason::kProbe, 0, CloseMode::kGraceful);  // connect and close: a probe
       }
       return;
+    case State::kAwaitingHello:
+      ReadHello();
+      return;
     case State::kConnecting:
       // Keep buffering (bounded) until the dial completes; an EOF waits in the Flow.
       upward_.Fill(down_.io);
@@ -145,6 +199,49 @@ void Connection::OnDownstreamEvents() {
     case State::kClosed:
       return;
   }
+}
+
+void Connection::ReadHello() {
+  upward_.Fill(down_.io);
+  // Nothing has been written yet, so the Flow holds everything the client sent so far.
+  HelloStatus status = hello_->Update(upward_.pending());
+  EndReason refusal = EndReason::kBadHello;
+  switch (status) {
+    case HelloStatus::kIncomplete:
+      if (upward_.error() != 0 || upward_.eof()) {
+        // Gone before a whole hello: a connect-and-close is a probe, part of a hello is not.
+        if (upward_.bytes_read() == 0) {
+          Close(EndReason::kProbe, upward_.error(),
+                upward_.error() != 0 ? CloseMode::kReset : CloseMode::kGraceful);
+        } else {
+          Close(EndReason::kBadHello, upward_.error(), CloseMode::kReset);
+        }
+      } else if (upward_.full()) {
+        Close(EndReason::kBadHello, 0, CloseMode::kReset);  // more than the buffer holds
+      }
+      return;
+    case HelloStatus::kComplete:
+      if (!hello_->server_name()) {
+        refusal = EndReason::kNoSni;
+      } else if (!ServerNameMatches(*hello_->server_name(), server_name_)) {
+        refusal = EndReason::kSniMismatch;  // Close() records the name
+      } else {
+        hello_.reset();
+        last_activity_ = loop_->Now();
+        Dial();  // the upstream gets the hello exactly as it came, from the Flow
+        return;
+      }
+      break;
+    case HelloStatus::kNotTls:
+      refusal = EndReason::kNotTls;
+      break;
+    case HelloStatus::kMalformed:
+    case HelloStatus::kTooLarge:
+      refusal = EndReason::kBadHello;
+      break;
+  }
+  // A reset: the client learns at once that it was refused, and nothing was dialled.
+  Close(refusal, 0, CloseMode::kReset);
 }
 
 void Connection::OnUpstreamEvents(uint32_t events) {
@@ -244,6 +341,10 @@ void Connection::ArmTimer() {
 
 void Connection::OnTimer() {
   timer_ = {};  // it has fired
+  if (state_ == State::kAwaitingHello) {
+    Close(EndReason::kHelloTimeout, 0, CloseMode::kReset);
+    return;
+  }
   if (state_ == State::kConnecting) {
     Close(EndReason::kUpstreamTimeout, ETIMEDOUT, CloseMode::kReset);
     return;
@@ -273,6 +374,15 @@ void Connection::Close(EndReason reason, int err, CloseMode mode) {
   upward_.Discard();
   downward_.Discard();
   ConnectionRecord record;
+  if (reason == EndReason::kSniMismatch && hello_ && hello_->server_name()) {
+    // For the ledger: the agent's bytes, kept to printable ASCII so the line stays valid
+    // JSON text whatever they are (a host name is ASCII anyway).
+    record.sni = *hello_->server_name();
+    for (char& c : record.sni) {
+      if (c <= ' ' || c > '~') c = '?';
+    }
+  }
+  hello_.reset();
   record.start = started_wall_;
   record.duration =
       std::chrono::duration_cast<std::chrono::milliseconds>(EventLoop::Clock::now() - started_);

@@ -2,16 +2,24 @@
 // the relay accepted) and an upstream socket (the one it dials).
 //
 // Lifecycle:
-//   kAwaitingData  accepted; only the downstream is watched. The upstream is dialled LAZILY,
-//                  when the first byte arrives: a connect-and-close readiness probe (the
-//                  supervisor's) never costs an upstream connection. A server-speaks-first
-//                  protocol would therefore wait for a client byte; HTTPS never does.
-//   kConnecting    TCP dial in progress, bytes from downstream keep filling the upward buffer
-//                  (bounded), the connect timer runs. A Unix dial completes inside connect(2)
-//                  and goes straight to kOpen, forwarding the first bytes at once.
-//   kOpen          both Flows pump; the idle timer runs.
-//   kClosed        sockets closed and the owner told; the object itself is deleted later by
-//                  the loop (deferred destruction: never inside its own callback).
+//   kAwaitingData   DialPolicy::kOnFirstByte: only the downstream is watched. The upstream is
+//                   dialled LAZILY, when the first byte arrives: a connect-and-close never
+//                   costs an upstream connection, but a server-speaks-first protocol would
+//                   wait for a client byte for ever.
+//   kAwaitingHello  DialPolicy::kAfterClientHello: the bytes the client sends are kept, not
+//                   forwarded, until they hold a whole TLS ClientHello (ClientHelloReader).
+//                   Its SNI must name ConnectionConfig::server_name; then the upstream is
+//                   dialled and gets exactly those bytes. Anything else (another protocol, a
+//                   broken or oversized hello, no SNI, another name, silence past
+//                   Limits::hello_timeout) closes the connection with a reset, never dialled.
+//   (none)          DialPolicy::kAtAccept: the dial starts in Start(), so the upstream can
+//                   greet first; a dial that fails resets the client at once.
+//   kConnecting     TCP dial in progress, bytes from downstream keep filling the upward buffer
+//                   (bounded), the connect timer runs. A Unix dial completes inside connect(2)
+//                   and goes straight to kOpen, forwarding the first bytes at once.
+//   kOpen           both Flows pump; the idle timer runs.
+//   kClosed         sockets closed and the owner told; the object itself is deleted later by
+//                   the loop (deferred destruction: never inside its own callback).
 // EOF is passed on per direction after the buffer drained (half-close); the pair closes when
 // both directions are finished, or at once on an error, which is passed on as a reset (RST
 // on TCP sockets). Bulk directions may splice(2) through a pipe of their own (see Flow): up
@@ -21,9 +29,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
 
 #include "base/unique_fd.h"
+#include "relay/client_hello.h"
 #include "relay/endpoint.h"
 #include "relay/event_loop.h"
 #include "relay/flow.h"
@@ -44,8 +55,23 @@ enum class EndReason {
   kLimit,                // shed: too many connections, or out of file descriptors
   kShutdown,             // the relay was torn down while the connection was open
   kRefused,              // a handoff message or channel refused (relay/handoff.h); never dialled
+  // Refused by the ClientHello check (DialPolicy::kAfterClientHello); never dialled:
+  kNotTls,        // the first bytes are not a TLS handshake record
+  kBadHello,      // TLS records, but no well-formed ClientHello within the size bound
+  kNoSni,         // a well-formed ClientHello without a server name
+  kSniMismatch,   // a well-formed ClientHello naming another host (ConnectionRecord::sni)
+  kHelloTimeout,  // no whole ClientHello within Limits::hello_timeout
 };
 std::string_view EndReasonName(EndReason reason);
+// The ends above that the ClientHello check gives.
+bool IsHelloRefusal(EndReason reason);
+
+// When a connection dials its target.
+enum class DialPolicy {
+  kOnFirstByte,       // at the first byte from downstream (the generic relay)
+  kAtAccept,          // at once, in Start(): the upstream may speak first (tcp routes)
+  kAfterClientHello,  // after a ClientHello naming ConnectionConfig::server_name (tls routes)
+};
 
 // What the ledger records about one connection.
 struct ConnectionRecord {
@@ -56,6 +82,7 @@ struct ConnectionRecord {
   EndReason end = EndReason::kClosed;
   int err = 0;  // the errno behind `end`, when there is one
   bool dialed = false;
+  std::string sni;  // kSniMismatch: the name asked for instead (<= 255 bytes, non-ASCII as '?')
 };
 
 class Connection;
@@ -77,6 +104,8 @@ struct ConnectionConfig {
   ConnectionOwner* owner = nullptr;  // outlives the connection
   BufferPool* pool = nullptr;        // optional, of limits->buffer_bytes; outlives it
   bool splice = false;               // Flow splice mode for bulk: only if SIGPIPE is ignored
+  DialPolicy dial = DialPolicy::kOnFirstByte;
+  std::string_view server_name;  // kAfterClientHello: the SNI to require; outlives it
 };
 
 class Connection final : public Closable {
@@ -87,8 +116,10 @@ class Connection final : public Closable {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Watches the downstream and arms the idle timer. On failure nothing is watched and the
-  // caller drops the connection.
+  // Watches the downstream and arms the idle (or hello) timer; with DialPolicy::kAtAccept
+  // also dials. On failure nothing is watched and the caller drops the connection. A dial that
+  // fails at once closes the connection inside Start() (the owner is told, as for any close):
+  // the owner must already hold it.
   base::Status Start();
   // Closes now with `reason` (the owner is told, as for any close).
   void Abort(EndReason reason);
@@ -96,7 +127,7 @@ class Connection final : public Closable {
   [[nodiscard]] bool closed() const { return state_ == State::kClosed; }
 
  private:
-  enum class State { kAwaitingData, kConnecting, kOpen, kClosed };
+  enum class State { kAwaitingData, kAwaitingHello, kConnecting, kOpen, kClosed };
   enum class CloseMode { kGraceful, kReset };
 
   // One socket of the pair, registered with the loop as its own handler.
@@ -115,6 +146,8 @@ class Connection final : public Closable {
   };
 
   void OnDownstreamEvents();
+  // kAwaitingHello: reads what arrived and judges the hello once it is whole.
+  void ReadHello();
   void OnUpstreamEvents(uint32_t events);
   void Dial();
   void FinishConnect(uint32_t events);
@@ -130,6 +163,9 @@ class Connection final : public Closable {
   const Endpoint* target_;
   const Limits* limits_;
   ConnectionOwner* owner_;
+  DialPolicy dial_policy_;
+  std::string_view server_name_;
+  std::unique_ptr<ClientHelloReader> hello_;  // kAwaitingHello only
   State state_ = State::kAwaitingData;
   bool dialed_ = false;
   Side down_;

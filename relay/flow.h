@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "base/unique_fd.h"
@@ -96,6 +97,11 @@ class Flow {
   [[nodiscard]] int error() const { return error_; }
   // Bytes read and not yet written, in the buffer or the pipe.
   [[nodiscard]] size_t buffered() const { return tail_ - head_ + in_pipe_; }
+  // The buffered bytes not yet written, to look at (not while splicing: then the bytes are in
+  // the pipe, and this is empty).
+  [[nodiscard]] std::string_view pending() const {
+    return buffer_ ? std::string_view(buffer_.get() + head_, tail_ - head_) : std::string_view();
+  }
   [[nodiscard]] size_t capacity() const { return capacity_; }
   [[nodiscard]] bool full() const {
     return splicing() ? in_pipe_ >= pipe_capacity_ : tail_ - head_ == capacity_;

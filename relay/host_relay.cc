@@ -9,6 +9,16 @@ namespace sbx::relay {
 
 std::string RouteSocketName(int index) { return "route-" + std::to_string(index) + ".sock"; }
 
+DialPolicy DialPolicyFor(RouteKind kind) {
+  switch (kind) {
+    case RouteKind::kTls:
+      return DialPolicy::kAfterClientHello;
+    case RouteKind::kTcp:
+      return DialPolicy::kAtAccept;
+  }
+  return DialPolicy::kAfterClientHello;
+}
+
 base::Result<std::unique_ptr<HostRelay>> HostRelay::Create(EventLoop* loop,
                                                            HostRelayOptions options) {
   // Resolve every route before creating anything, so a refused name leaves nothing behind.
@@ -53,9 +63,12 @@ base::Status HostRelay::AddRoute(const HostRelayOptions& options, const Route& r
   }
   size_t slot = routes_.size();
   routes_.push_back(RouteRelay{route, endpoint->unix_path(), upstream, nullptr});
-  RelayOptions relay_options{Endpoint::Tcp(upstream), options.limits,
+  RelayOptions relay_options{Endpoint::Tcp(upstream),
+                             options.limits,
                              [this, slot](const ConnectionRecord& record) { Record(slot, record); },
-                             /*handoff=*/true};
+                             /*handoff=*/true,
+                             DialPolicyFor(route.kind),
+                             route.host};
   auto relay = Relay::Create(loop_, std::move(*listener), std::move(relay_options));
   if (!relay) return relay.error();
   routes_.back().relay = std::move(*relay);

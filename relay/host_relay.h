@@ -10,9 +10,11 @@
 //
 // Upstreams are resolved once, in Create(), before any socket exists (see upstream.h); a
 // route that fails to resolve or resolves to a refused address fails the whole Create().
-// Each connection that dialled an upstream, and each one shed by a limit, is appended to the
-// ledger file; readiness probes (connect and close without a byte) are neither dialled nor
-// recorded.
+// A route's kind says when its connections dial (DialPolicyFor): a tls route after a
+// ClientHello whose SNI is the route's host, a tcp route as soon as the agent connects.
+// Each connection that dialled an upstream, each one shed by a limit and each one the
+// ClientHello check refused is appended to the ledger file; a connect-and-close on a tls
+// route is neither dialled nor recorded, on a tcp route it is both.
 //
 // Typical use by the dispatch process, single-threaded (the sandbox is cloned from it):
 //   auto dir = StateDir::Create({getenv("XDG_RUNTIME_DIR") ?: "", "/tmp", geteuid()});
@@ -50,6 +52,10 @@ struct HostRelayOptions {
 
 // "route-N.sock": the socket of route N, on both sides of the tunnel.
 std::string RouteSocketName(int index);
+
+// When a route's connections dial: tls routes after a ClientHello naming the route's host,
+// tcp routes at once (RouteKind).
+DialPolicy DialPolicyFor(RouteKind kind);
 
 class HostRelay {
  public:

@@ -53,6 +53,8 @@ std::string FormatLedgerLine(const LedgerEntry& entry) {
   AppendField(out, "bytes_up", static_cast<long long>(r.bytes_up));
   AppendField(out, "bytes_down", static_cast<long long>(r.bytes_down));
   AppendField(out, "end", EndReasonName(r.end));
+  // The name a refused ClientHello asked for: the agent's bytes, quoted like any string.
+  if (!r.sni.empty()) AppendField(out, "sni", r.sni);
   if (r.err != 0) {
     AppendField(out, "error", std::strerror(r.err));  // NOLINT(concurrency-mt-unsafe)
   }

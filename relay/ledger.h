@@ -3,8 +3,9 @@
 //   {"route":0,"host":"api.example.com","upstream":"192.0.2.7:443",
 //    "start":"2026-05-04T10:11:12.345Z","duration_ms":1520,"bytes_up":5120,
 //    "bytes_down":88211,"end":"closed"}
-// (one line in the file). "end" is EndReasonName(); an "error" field with the strerror text
-// follows when an errno ended the connection. Readiness probes are not written (see Relay).
+// (one line in the file). "end" is EndReasonName(); an "sni" field follows on "sni-mismatch"
+// (the name the client asked for), an "error" field with the strerror text when an errno
+// ended the connection. Readiness probes are not written (see Relay).
 // Caller: the loop thread; Append blocks only as long as a write to a local file does.
 #pragma once
 

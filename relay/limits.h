@@ -25,6 +25,11 @@ struct Limits {
   // How long a dial to the target may take before the connection is closed
   // ("upstream-timeout").
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+
+  // How long a connection that must start with a TLS ClientHello (DialPolicy::
+  // kAfterClientHello) may take to send a whole one ("hello-timeout"). A TLS client sends it
+  // right after connecting; this only bounds what a silent or trickling client holds.
+  std::chrono::milliseconds hello_timeout{std::chrono::seconds(10)};
 };
 
 }  // namespace sbx::relay

@@ -158,14 +158,17 @@ void Relay::Take(base::UniqueFd fd) {
 }
 
 void Relay::Admit(base::UniqueFd fd) {
-  ConnectionConfig config{loop_, &options_.target, &options_.limits, this, &pool_, splice_};
+  ConnectionConfig config{loop_,  &options_.target, &options_.limits, this,
+                          &pool_, splice_,          options_.dial,    options_.server_name};
   auto connection = std::make_unique<Connection>(config, std::move(fd));
-  if (!connection->Start()) {
-    ++stats_.shed;  // could not even watch it: drop it, it was never registered
-    return;
-  }
   Connection* raw = connection.get();
+  // Held before Start(): an eager dial that fails at once closes it inside Start(), and
+  // OnConnectionClosed then finds it here.
   connections_.emplace(raw, std::move(connection));
+  if (!raw->Start()) {
+    ++stats_.shed;  // could not even watch it: drop it, it was never registered
+    connections_.erase(raw);
+  }
 }
 
 void Relay::Shed(base::UniqueFd fd) {
@@ -231,6 +234,10 @@ void Relay::OnConnectionClosed(Connection* connection, const ConnectionRecord& r
     Report(record);
   } else {
     ++stats_.undialed;
+    if (IsHelloRefusal(record.end)) {
+      ++stats_.hello_refused;
+      Report(record);
+    }
   }
   if (shutting_down_) return;  // the destructor owns and clears the table
   auto it = connections_.find(connection);

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <unordered_map>
 
 #include "base/unique_fd.h"
@@ -44,20 +45,26 @@ namespace sbx::relay {
 struct RelayOptions {
   Endpoint target;
   Limits limits;
-  // Called once per connection that dialled the target and once per connection shed by a
-  // limit; not for probes (closed before a byte arrived), which only count in Stats.
+  // Called once per connection that dialled the target, once per connection shed by a limit
+  // and once per connection the ClientHello check refused; not for probes (closed before a
+  // byte arrived, without a dial), which only count in Stats.
   std::function<void(const ConnectionRecord&)> on_record;
   bool handoff = false;  // see "Handoff mode" above
+  // When each connection dials (Connection's DialPolicy), and for kAfterClientHello the name
+  // its SNI must give.
+  DialPolicy dial = DialPolicy::kOnFirstByte;
+  std::string server_name;
 };
 
 class Relay final : public IoHandler, private ConnectionOwner {
  public:
   struct Stats {
-    uint64_t accepted = 0;  // every accepted connection, shed ones included
-    uint64_t dialed = 0;    // connections that dialled the target (closed ones)
-    uint64_t undialed = 0;  // closed before their first byte: probes, silent clients
-    uint64_t shed = 0;      // closed at once by a limit
-    uint64_t refused = 0;   // handoff mode: refused channels, messages, listeners
+    uint64_t accepted = 0;       // every accepted connection, shed ones included
+    uint64_t dialed = 0;         // connections that dialled the target (closed ones)
+    uint64_t undialed = 0;       // closed without a dial: probes, silent clients, hello refusals
+    uint64_t hello_refused = 0;  // of those, refused by the ClientHello check
+    uint64_t shed = 0;           // closed at once by a limit
+    uint64_t refused = 0;        // handoff mode: refused channels, messages, listeners
   };
 
   // Takes ownership of `listener`, a listening non-blocking socket (Endpoint::Listen), and

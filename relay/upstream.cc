@@ -109,16 +109,44 @@ std::string_view AddressClassName(AddressClass cls) {
   return "unknown";
 }
 
+std::string_view RouteKindName(RouteKind kind) {
+  switch (kind) {
+    case RouteKind::kTls:
+      return "tls";
+    case RouteKind::kTcp:
+      return "tcp";
+  }
+  return "unknown";
+}
+
+RouteKind DefaultRouteKind(uint16_t port) {
+  return port == 443 ? RouteKind::kTls : RouteKind::kTcp;
+}
+
 base::Result<Route> ParseRoute(std::string_view spec, int index) {
   Route route;
   route.index = index;
-  std::string_view target = spec;
-  if (size_t eq = spec.find('='); eq != std::string_view::npos) {
-    auto address = SocketAddress::Parse(spec.substr(eq + 1));
+  std::optional<RouteKind> kind;
+  std::string_view route_part = spec;  // without ",KIND"
+  // Neither a host name nor an address holds a comma: the first one starts the kind.
+  if (size_t comma = spec.find(','); comma != std::string_view::npos) {
+    std::string_view name = spec.substr(comma + 1);
+    if (name == "tls") {
+      kind = RouteKind::kTls;
+    } else if (name == "tcp") {
+      kind = RouteKind::kTcp;
+    } else {
+      return base::Error(EINVAL, "Unknown route kind (tls or tcp) in route", std::string(spec));
+    }
+    route_part = spec.substr(0, comma);
+  }
+  std::string_view target = route_part;
+  if (size_t eq = route_part.find('='); eq != std::string_view::npos) {
+    auto address = SocketAddress::Parse(route_part.substr(eq + 1));
     if (!address)
       return base::Error(EINVAL, "Invalid upstream address in route", std::string(spec));
     route.upstream_override = *address;
-    target = spec.substr(0, eq);
+    target = route_part.substr(0, eq);
   }
   if (size_t colon = target.rfind(':'); colon != std::string_view::npos) {
     std::string_view port_text = target.substr(colon + 1);
@@ -134,6 +162,7 @@ base::Result<Route> ParseRoute(std::string_view spec, int index) {
   if (!IsHostName(target))
     return base::Error(EINVAL, "Invalid host name in route", std::string(spec));
   route.host = std::string(target);
+  route.kind = kind.value_or(DefaultRouteKind(route.port));
   return route;
 }
 

@@ -36,15 +36,30 @@ enum class AddressClass {
 AddressClass ClassifyAddress(const SocketAddress& address);
 std::string_view AddressClassName(AddressClass cls);
 
+// What the host relay does with a route's connections before it dials (docs/tunnel.md).
+enum class RouteKind {
+  // Reads the TLS ClientHello and dials only when its SNI names the route's host; anything
+  // else is closed without a dial. The bytes are forwarded unchanged.
+  kTls,
+  // Dials as soon as the agent connects and never looks at the bytes: for protocols where
+  // the server speaks first (SSH, SMTP, ...), and anything that is not TLS.
+  kTcp,
+};
+std::string_view RouteKindName(RouteKind kind);  // "tls", "tcp"
+// The kind of a route that does not name one: tls for port 443, tcp for every other port.
+RouteKind DefaultRouteKind(uint16_t port);
+
 struct Route {
   int index = 0;     // N in route-N.sock and 127.77.0.(N+2)
   std::string host;  // the name the agent uses, and that the host resolves
   uint16_t port = 443;
+  RouteKind kind = RouteKind::kTls;
   std::optional<SocketAddress> upstream_override;  // `=ADDR:PORT`: used as is, never checked
 };
 
-// Parses "HOST[:PORT][=ADDR:PORT]", e.g. "api.example.com", "api.example.com:8443",
-// "api.example.com=127.0.0.1:9443". HOST is a DNS name: letters, digits, '-', '.'.
+// Parses "HOST[:PORT][=ADDR:PORT][,KIND]", e.g. "api.example.com", "api.example.com:8443",
+// "api.example.com=127.0.0.1:9443", "git.example.com:22,tcp". HOST is a DNS name: letters,
+// digits, '-', '.'. KIND is "tls" or "tcp"; without it, DefaultRouteKind(PORT).
 base::Result<Route> ParseRoute(std::string_view spec, int index);
 
 // The pinned address for `route`: its override, else the first result of one getaddrinfo

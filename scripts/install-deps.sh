@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   bubblewrap socat openssl curl iproute2 git
   clang-format clang-tidy
+  clang libclang-rt-14-dev  # the libFuzzer targets of fuzz/ (-DSBX_BUILD_FUZZ=ON)
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
   nodejs   # npm installs the real agents for the agent tests (scripts/install-agents.sh)

@@ -7,8 +7,16 @@
 //   concurrent HOST PORT N   N simultaneous connections, each echoes a distinct line back
 //   bulk HOST PORT MIB       send MIB MiB of a fixed pseudo-random stream to an echo server,
 //                            read the echo back: FNV-1a hashes of both directions
+//   converse HOST PORT [LINE...]  a server-speaks-first exchange: read the greeting line
+//                            without sending anything, then send each LINE (CRLF) and read
+//                            one reply line each; how the connection ended
+//   trickle HOST PORT HEX    send the bytes HEX one per segment, then shut down the write
+//                            side and read an echo server's answer to EOF: whether it is the
+//                            same bytes, and how the connection ended
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -226,6 +234,99 @@ int Bulk(const char* host, const char* port, long long mib) {
   return 0;
 }
 
+// Reads one line (up to and without its CR LF). False at EOF or an error, which `end` names.
+bool ReadLine(int fd, std::string* line, std::string* end) {
+  line->clear();
+  for (char c = 0;;) {
+    ssize_t n = read(fd, &c, 1);
+    if (n == 1) {
+      if (c == '\n') break;
+      if (c != '\r') line->push_back(c);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    *end = n == 0 ? "EOF" : (errno == EAGAIN ? "timeout" : strerrorname_np(errno));
+    return false;
+  }
+  return true;
+}
+
+// Reads until the connection ends (EOF, a reset, or the 5 s timeout), keeping the bytes in
+// `data` when given; returns how it ended.
+std::string ReadToEnd(int fd, std::string* data = nullptr) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      if (data != nullptr) data->append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n == 0 ? "EOF" : (errno == EAGAIN ? "timeout" : strerrorname_np(errno));
+  }
+}
+
+int Converse(const char* host, const char* port, const std::vector<std::string>& lines) {
+  std::string error;
+  int fd = ConnectTo(host, port, &error);
+  if (fd < 0) {
+    std::printf("connect: %s\n", error.c_str());
+    return 0;
+  }
+  SetBlocking(fd, true);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string end;
+  std::string line;
+  bool open = ReadLine(fd, &line, &end);
+  std::printf("greeting: %s\n", open ? line.c_str() : "<none>");
+  for (size_t i = 0; open && i < lines.size(); ++i) {
+    std::string out = lines[i] + "\r\n";
+    if (send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) {
+      end = strerrorname_np(errno);
+      open = false;
+      break;
+    }
+    open = ReadLine(fd, &line, &end);
+    std::printf("reply_%zu: %s\n", i + 1, open ? line.c_str() : "<none>");
+  }
+  if (open) end = ReadToEnd(fd);
+  std::printf("end: %s\n", end.c_str());
+  close(fd);
+  return 0;
+}
+
+int Trickle(const char* host, const char* port, const std::string& hex) {
+  std::string bytes;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  std::string error;
+  int fd = ConnectTo(host, port, &error);
+  if (fd < 0) {
+    std::printf("connect: %s\n", error.c_str());
+    return 0;
+  }
+  SetBlocking(fd, true);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  size_t sent = 0;
+  for (char c : bytes) {
+    if (send(fd, &c, 1, MSG_NOSIGNAL) != 1) break;
+    ++sent;
+    usleep(1000);  // one segment per byte: the relay sees the hello arrive piece by piece
+  }
+  shutdown(fd, SHUT_WR);
+  std::string echoed;
+  std::string end = ReadToEnd(fd, &echoed);
+  close(fd);
+  std::printf("sent: %zu\nreceived: %zu\nsame: %s\nend: %s\n", sent, echoed.size(),
+              echoed == bytes ? "yes" : "no", end.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -236,8 +337,14 @@ int main(int argc, char** argv) {
   if (argc == 4 && mode == "request") rc = Request(argv[2], argv[3]);
   if (argc == 5 && mode == "concurrent") rc = Concurrent(argv[2], argv[3], std::atoi(argv[4]));
   if (argc == 5 && mode == "bulk") rc = Bulk(argv[2], argv[3], std::atoll(argv[4]));
+  if (argc >= 4 && mode == "converse") {
+    rc = Converse(argv[2], argv[3], std::vector<std::string>(argv + 4, argv + argc));
+  }
+  if (argc == 5 && mode == "trickle") rc = Trickle(argv[2], argv[3], argv[4]);
   if (rc == 64)
-    std::fprintf(stderr, "usage: run_netclient connect|resolve|request|concurrent|bulk ...\n");
+    std::fprintf(
+        stderr,
+        "usage: run_netclient connect|resolve|request|concurrent|bulk|converse|trickle ...\n");
   std::fflush(stdout);
   return rc;
 }

@@ -103,4 +103,17 @@ int ClosedPort() {
   return ntohs(addr.sin_port);  // nothing listens: connects get ECONNREFUSED
 }
 
+bool MakeTestCertificates(const std::string& dir) {
+  std::string script =
+      "set -e; cd " + dir +
+      "\nopenssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+      "-subj /CN=sbx-test-ca 2>/dev/null"
+      "\nopenssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr "
+      "-subj /CN=api.example.test 2>/dev/null"
+      "\nprintf 'subjectAltName=DNS:api.example.test\\n' > ext"
+      "\nopenssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem "
+      "-days 2 -extfile ext 2>/dev/null\nchmod a+r *\n";
+  return RunCommand({"sh", "-c", script}).exit_code == 0;
+}
+
 }  // namespace sbx::integration::run

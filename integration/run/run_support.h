@@ -67,7 +67,39 @@ class EchoServer {
   uint64_t largest_hash_ = 0;
 };
 
+// A server that speaks first, line by line, on 127.0.0.1 (an SSH banner, an SMTP greeting):
+// each connection gets `greeting` and CR LF at once; then each line it sends is answered,
+// "QUIT" with "221 bye" and a close, anything else with "250 " and the line.
+class GreetingServer {
+ public:
+  explicit GreetingServer(std::string greeting);
+  GreetingServer(const GreetingServer&) = delete;
+  GreetingServer& operator=(const GreetingServer&) = delete;
+  ~GreetingServer();
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] int accepted() const { return accepted_.load(); }
+  // Every line received so far, over all connections, without CR LF.
+  std::vector<std::string> lines();
+
+ private:
+  void AcceptLoop();
+  void Serve(int conn);
+  std::string greeting_;
+  Fd fd_;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::thread acceptor_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
 // A closed TCP port on 127.0.0.1 (bound then released).
 int ClosedPort();
+
+// A test CA (ca.pem) and a server certificate for api.example.test signed by it (srv.pem,
+// srv.key) in `dir`, made with the openssl CLI; false when that failed.
+bool MakeTestCertificates(const std::string& dir);
 
 }  // namespace sbx::integration::run

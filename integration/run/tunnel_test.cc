@@ -21,30 +21,19 @@ class RunTunnelTest : public ::testing::Test {
     std::string missing = MissingPrerequisite({"sh"});
     if (!missing.empty()) GTEST_SKIP() << missing;
   }
-  std::string Allow(int port) { return std::string(kHost) + "=127.0.0.1:" + std::to_string(port); }
+  // The route on port 443: a tls route, unless `kind` names another.
+  std::string Allow(int port, const std::string& kind = "") {
+    return std::string(kHost) + "=127.0.0.1:" + std::to_string(port) +
+           (kind.empty() ? "" : "," + kind);
+  }
   TempDir work_, out_, state_;
 };
-
-// A test CA and a server certificate for api.example.test, made with the openssl CLI.
-bool MakeCertificates(const TempDir& dir) {
-  std::string d = dir.path();
-  std::string script =
-      "set -e; cd " + d +
-      "\nopenssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
-      "-subj /CN=sbx-test-ca 2>/dev/null"
-      "\nopenssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr "
-      "-subj /CN=api.example.test 2>/dev/null"
-      "\nprintf 'subjectAltName=DNS:api.example.test\\n' > ext"
-      "\nopenssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem "
-      "-days 2 -extfile ext 2>/dev/null\nchmod a+r *\n";
-  return RunCommand({"sh", "-c", script}).exit_code == 0;
-}
 
 TEST_F(RunTunnelTest, CurlOverTlsReachesTheAllowedHostAndIsLedgered) {
   std::string missing = MissingPrerequisite({"openssl", "curl"});
   if (!missing.empty()) GTEST_SKIP() << missing;
   TempDir tls;
-  ASSERT_TRUE(MakeCertificates(tls));
+  ASSERT_TRUE(MakeTestCertificates(tls.path()));
   int port = ClosedPort();
   Process server =
       Process::Start({"openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port),
@@ -133,8 +122,8 @@ TEST_F(RunTunnelTest, EverythingButTheRouteFailsFast) {
 TEST_F(RunTunnelTest, UpstreamDownFailsCleanlyAndKeepsTheExitCode) {
   std::string ledger = state_.Sub("ledger.jsonl");
   RunResult res =
-      RunAteam({"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(ClosedPort()),
-                "--ledger", ledger},
+      RunAteam({"--workspace", work_.path(), "--out", out_.path(), "--allow",
+                Allow(ClosedPort(), "tcp"), "--ledger", ledger},
                {"/bin/sh", "-c", NetClientPath() + " request api.example.test 443; exit 7"});
   EXPECT_EQ(res.exit_code, 7) << Describe(res);
   Report r = ParseReport(res.out);
@@ -149,7 +138,7 @@ TEST_F(RunTunnelTest, UpstreamDownFailsCleanlyAndKeepsTheExitCode) {
 TEST_F(RunTunnelTest, TwoHundredConcurrentConnections) {
   EchoServer echo;
   RunResult res = RunAteam(
-      {"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(echo.port())},
+      {"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(echo.port(), "tcp")},
       {NetClientPath(), "concurrent", kHost, "443", "200"}, WithTimeout(std::chrono::seconds(120)));
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   Report r = ParseReport(res.out);
@@ -161,7 +150,7 @@ TEST_F(RunTunnelTest, TwoHundredConcurrentConnections) {
 TEST_F(RunTunnelTest, LargeTransferKeepsEveryByte) {
   EchoServer echo;
   RunResult res = RunAteam(
-      {"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(echo.port())},
+      {"--workspace", work_.path(), "--out", out_.path(), "--allow", Allow(echo.port(), "tcp")},
       {NetClientPath(), "bulk", kHost, "443", "1024"}, WithTimeout(std::chrono::seconds(180)));
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   Report r = ParseReport(res.out);

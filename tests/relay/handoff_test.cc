@@ -66,8 +66,12 @@ class HandoffTest : public ::testing::Test {
   void StartHost(const SocketAddress& upstream, const Limits& limits = {}) {
     auto listener = Endpoint::Unix(route_)->Listen();
     ASSERT_TRUE(listener) << listener.error().Render();
-    RelayOptions options{Endpoint::Tcp(upstream), limits,
-                         [this](const ConnectionRecord& r) { records_.push_back(r); }, true};
+    RelayOptions options{Endpoint::Tcp(upstream),
+                         limits,
+                         [this](const ConnectionRecord& r) { records_.push_back(r); },
+                         true,
+                         DialPolicy::kOnFirstByte,
+                         ""};
     auto relay = Relay::Create(loop_.get(), std::move(*listener), std::move(options));
     ASSERT_TRUE(relay) << relay.error().Render();
     host_ = std::move(*relay);

@@ -12,6 +12,7 @@
 #include "relay/handoff.h"
 #include "relay/state_dir.h"
 #include "tests/relay/relay_test_util.h"
+#include "tests/relay/tls_samples.h"
 
 namespace sbx::relay {
 namespace {
@@ -66,10 +67,12 @@ class HostRelayTest : public ::testing::Test {
     ledger_path_ = root_.path() + "/ledger.jsonl";
   }
 
-  Route MakeRoute(int index, const std::string& host, const SocketAddress& upstream) {
+  Route MakeRoute(int index, const std::string& host, const SocketAddress& upstream,
+                  RouteKind kind = RouteKind::kTcp) {
     Route route;
     route.index = index;
     route.host = host;
+    route.kind = kind;
     route.upstream_override = upstream;
     return route;
   }
@@ -102,11 +105,9 @@ TEST_F(HostRelayTest, RelaysEachRouteToItsOwnUpstreamAndRecordsIt) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, ::geteuid());
 
-  // The supervisor's channel to each route is its readiness probe: it dials nothing, and
-  // neither does a connection accepted and closed without a byte.
+  // The supervisor's channel to each route is its readiness probe: it dials nothing.
   Handoff route0(routes[0].socket_path);
   Handoff route1(routes[1].socket_path);
-  (void)route0.Connect();  // closed at once, without a byte
   std::vector<std::string> ok;
   std::vector<std::string> down;
   RunWithLoop(*loop_, [&] {
@@ -115,7 +116,7 @@ TEST_F(HostRelayTest, RelaysEachRouteToItsOwnUpstreamAndRecordsIt) {
   });
   EXPECT_EQ(ok.at(0), "hello");
   EXPECT_EQ(down.at(0), "");
-  EXPECT_EQ(api.accepted(), 1) << "the probes did not dial";
+  EXPECT_EQ(api.accepted(), 1) << "the channel did not dial";
   ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return ReadLines(ledger_path_).size() == 2; }));
 
   std::vector<std::string> lines = ReadLines(ledger_path_);
@@ -132,6 +133,54 @@ TEST_F(HostRelayTest, RelaysEachRouteToItsOwnUpstreamAndRecordsIt) {
   std::string socket0 = routes[0].socket_path;
   host->reset();
   EXPECT_NE(::access(socket0.c_str(), F_OK), 0) << "sockets are unlinked at teardown";
+}
+
+TEST_F(HostRelayTest, ConnectAndCloseDialsOnATcpRouteOnly) {
+  TestServer tcp_upstream;
+  TestServer tls_upstream;
+  auto host = Start({MakeRoute(0, "git.example.test", tcp_upstream.address(), RouteKind::kTcp),
+                     MakeRoute(1, "api.example.test", tls_upstream.address(), RouteKind::kTls)});
+  ASSERT_TRUE(host) << host.error().Render();
+  Handoff tcp_route((*host)->routes()[0].socket_path);
+  Handoff tls_route((*host)->routes()[1].socket_path);
+  (void)tcp_route.Connect();  // closed at once, without a byte
+  (void)tls_route.Connect();
+  // The tcp route dialled when it accepted (that is what lets a server speak first), so its
+  // connect-and-close cost an upstream connection and a ledger line; the tls one neither.
+  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return ReadLines(ledger_path_).size() == 1; }));
+  ASSERT_TRUE(RunLoopUntil(*loop_, [&] {
+    return (*host)->routes()[0].relay->active_connections() == 0 &&
+           (*host)->routes()[1].relay->stats().undialed == 1;
+  }));
+  EXPECT_EQ(tcp_upstream.accepted(), 1);
+  EXPECT_EQ(tls_upstream.accepted(), 0);
+  std::vector<std::string> lines = ReadLines(ledger_path_);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(Contains(lines[0], "\"host\":\"git.example.test\"")) << lines[0];
+  EXPECT_TRUE(Contains(lines[0], "\"bytes_up\":0,")) << lines[0];
+}
+
+TEST_F(HostRelayTest, TlsRouteDialsOnlyForAHelloNamingItsHost) {
+  TestServer api;
+  auto host = Start({MakeRoute(0, "api.example.test", api.address(), RouteKind::kTls)});
+  ASSERT_TRUE(host) << host.error().Render();
+  Handoff route0((*host)->routes()[0].socket_path);
+  std::string good = testing::tls::OpensslHello();  // names api.example.test
+  std::string other = testing::tls::Hello({testing::tls::Sni("other.test")});
+  std::vector<std::string> received;
+  RunWithLoop(*loop_, [&] {
+    received = RunClients([&] { return route0.Connect(); }, {good, other, "GET / HTTP/1.0\r\n"});
+  });
+  EXPECT_EQ(received.at(0), good) << "the echo server got the hello as it was sent";
+  EXPECT_EQ(received.at(1), "");
+  EXPECT_EQ(received.at(2), "");
+  EXPECT_EQ(api.accepted(), 1);
+  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return ReadLines(ledger_path_).size() == 3; }));
+  std::string all;
+  for (const std::string& line : ReadLines(ledger_path_)) all += line + "\n";
+  EXPECT_TRUE(Contains(all, "\"end\":\"closed\"")) << all;
+  EXPECT_TRUE(Contains(all, "\"end\":\"sni-mismatch\",\"sni\":\"other.test\"")) << all;
+  EXPECT_TRUE(Contains(all, "\"end\":\"not-tls\"")) << all;
 }
 
 TEST_F(HostRelayTest, OpenConnectionAtTeardownIsRecordedAsShutdown) {

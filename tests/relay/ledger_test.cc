@@ -59,12 +59,28 @@ TEST(LedgerTest, ErrorFieldAndEscaping) {
 }
 
 TEST(LedgerTest, EveryEndReasonHasAName) {
-  for (EndReason r : {EndReason::kClosed, EndReason::kProbe, EndReason::kUpstreamRefused,
-                      EndReason::kUpstreamTimeout, EndReason::kUpstreamUnreachable,
-                      EndReason::kUpstreamError, EndReason::kReset, EndReason::kIdleTimeout,
-                      EndReason::kLimit, EndReason::kShutdown, EndReason::kRefused}) {
+  for (EndReason r :
+       {EndReason::kClosed, EndReason::kProbe, EndReason::kUpstreamRefused,
+        EndReason::kUpstreamTimeout, EndReason::kUpstreamUnreachable, EndReason::kUpstreamError,
+        EndReason::kReset, EndReason::kIdleTimeout, EndReason::kLimit, EndReason::kShutdown,
+        EndReason::kRefused, EndReason::kNotTls, EndReason::kBadHello, EndReason::kNoSni,
+        EndReason::kSniMismatch, EndReason::kHelloTimeout}) {
     EXPECT_NE(EndReasonName(r), "unknown");
   }
+}
+
+TEST(LedgerTest, SniMismatchNamesWhatWasAskedFor) {
+  LedgerEntry entry = SampleEntry();
+  entry.record.end = EndReason::kSniMismatch;
+  entry.record.dialed = false;
+  entry.record.bytes_up = 0;
+  entry.record.bytes_down = 0;
+  entry.record.sni = "other.test";
+  std::string line = FormatLedgerLine(entry);
+  EXPECT_NE(line.find("\"bytes_up\":0,\"bytes_down\":0,\"end\":\"sni-mismatch\","
+                      "\"sni\":\"other.test\"}"),
+            std::string::npos)
+      << line;
 }
 
 TEST(LedgerTest, AppendsLinesToAPrivateFile) {

@@ -49,9 +49,15 @@ class RelayTest : public ::testing::Test {
   }
 
   std::unique_ptr<Relay> MakeRelay(base::UniqueFd listener, const Endpoint& target,
-                                   const Limits& limits = {}) {
-    RelayOptions options{target, limits,
-                         [this](const ConnectionRecord& r) { records_.push_back(r); }};
+                                   const Limits& limits = {},
+                                   DialPolicy dial = DialPolicy::kOnFirstByte,
+                                   const std::string& server_name = "") {
+    RelayOptions options{target,
+                         limits,
+                         [this](const ConnectionRecord& r) { records_.push_back(r); },
+                         /*handoff=*/false,
+                         dial,
+                         server_name};
     auto relay = Relay::Create(loop_.get(), std::move(listener), std::move(options));
     EXPECT_TRUE(relay) << relay.error().Render();
     return relay ? std::move(*relay) : nullptr;

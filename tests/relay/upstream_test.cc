@@ -89,6 +89,41 @@ TEST(RouteTest, ParsesHostPortAndOverride) {
   }
 }
 
+TEST(RouteTest, KindIsTlsFor443AndTcpElseUnlessNamed) {
+  struct Case {
+    const char* spec;
+    RouteKind kind;
+    uint16_t port;
+    bool overridden;
+  };
+  for (const Case& c : {
+           Case{"api.example.com", RouteKind::kTls, 443, false},
+           Case{"api.example.com:443", RouteKind::kTls, 443, false},
+           Case{"git.example.com:22", RouteKind::kTcp, 22, false},
+           Case{"api.example.com:8443", RouteKind::kTcp, 8443, false},
+           Case{"api.example.com:8443,tls", RouteKind::kTls, 8443, false},
+           Case{"api.example.com,tcp", RouteKind::kTcp, 443, false},
+           Case{"banner.test:22=127.0.0.1:2222,tcp", RouteKind::kTcp, 22, true},
+           Case{"api.example.com=127.0.0.1:9443,tls", RouteKind::kTls, 443, true},
+           Case{"api.example.com=[::1]:9443,tcp", RouteKind::kTcp, 443, true},
+       }) {
+    auto route = ParseRoute(c.spec, 0);
+    ASSERT_TRUE(route) << c.spec << ": " << route.error().Render();
+    EXPECT_EQ(route->kind, c.kind) << c.spec;
+    EXPECT_EQ(route->port, c.port) << c.spec;
+    EXPECT_EQ(route->upstream_override.has_value(), c.overridden) << c.spec;
+    EXPECT_EQ(route->host.find(','), std::string::npos) << c.spec;
+  }
+  for (const char* bad : {"api.example.com,", "api.example.com,udp", "api.example.com,tls,tcp",
+                          "api.example.com,TLS", ",tcp", "api.example.com:,tcp"}) {
+    auto route = ParseRoute(bad, 0);
+    ASSERT_FALSE(route) << bad;
+    EXPECT_NE(route.error().Render().find(bad), std::string::npos) << route.error().Render();
+  }
+  EXPECT_EQ(RouteKindName(RouteKind::kTls), "tls");
+  EXPECT_EQ(RouteKindName(RouteKind::kTcp), "tcp");
+}
+
 TEST(UpstreamTest, PicksThePublicAddressAndRefusesAnyInternalOne) {
   auto pub = *SocketAddress::Parse("192.0.2.7:443");  // TEST-NET-1 counts as public here
   auto pub2 = *SocketAddress::Parse("[2001:db8::7]:443");
