@@ -12,7 +12,9 @@ DispatchResult Finished() {
   r.id = "20261201-abc";
   r.workspace = "/w/ws";
   r.out = "/w/out";
-  r.routes = {{"api.example.com", 443, "127.77.0.2", "203.0.113.7:443"}};
+  r.routes = {{"api.example.com", 443, "127.77.0.2", "203.0.113.7:443", "tls"}};
+  r.landlock_abi = 7;
+  r.landlock_parts = {"fs", "net", "scope"};
   r.exit_code = 0;
   r.reason = "exited";
   r.started_at = "2026-12-01T15:00:00Z";
@@ -28,13 +30,14 @@ TEST(StatusJsonTest, ExitedDocumentIsExact) {
             "  \"workspace\": \"/w/ws\",\n"
             "  \"out\": \"/w/out\",\n"
             "  \"backend\": \"native\",\n"
-            "  \"routes\": [{\"host\": \"api.example.com\", \"port\": 443, \"sandbox_address\": "
-            "\"127.77.0.2\", \"upstream\": \"203.0.113.7:443\"}],\n"
+            "  \"routes\": [{\"host\": \"api.example.com\", \"port\": 443, \"kind\": \"tls\", "
+            "\"sandbox_address\": \"127.77.0.2\", \"upstream\": \"203.0.113.7:443\"}],\n"
             "  \"exit_code\": 0,\n"
             "  \"signal\": null,\n"
             "  \"reason\": \"exited\",\n"
             "  \"error\": null,\n"
             "  \"started_at\": \"2026-12-01T15:00:00Z\",\n"
+            "  \"landlock\": {\"abi\": 7, \"enforced\": [\"fs\", \"net\", \"scope\"]},\n"
             "  \"timings_ms\": {\"setup\": 12.2, \"total\": 100.0}\n"
             "}\n");
 }
