@@ -36,6 +36,10 @@ struct DispatchResult {
   std::string reason = "runtime-error";
   std::string error;  // one line, for "runtime-error"
   std::string started_at;
+  std::string base_commit;         // HEAD of the workspace before the agent ran ("" if none)
+  bool workspace_tainted = false;  // the agent changed guarded git metadata
+  std::vector<std::string> workspace_taint;  // what it changed, each undone (git_guard.h)
+  std::string patch_error;                   // --patch could not be written
   double setup_ms = 0;
   double total_ms = 0;
 };

@@ -49,6 +49,11 @@ base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& r
   if (!paths.agent_bin_dir.empty()) path = paths.agent_bin_dir + ":" + path;
   std::vector<std::string> env = {fmt::format("HOME={}", kSandboxHome), "PATH=" + path,
                                   "LANG=C.UTF-8", "USER=ateam-sandbox"};
+  // Commits need an identity and .git/config is read-only inside: it comes from here.
+  for (const char* who : {"AUTHOR", "COMMITTER"}) {
+    env.push_back(fmt::format("GIT_{}_NAME={}", who, kAgentGitName));
+    env.push_back(fmt::format("GIT_{}_EMAIL={}", who, kAgentGitEmail));
+  }
   std::vector<std::string> names = {"TERM"};
   names.insert(names.end(), profile.env.begin(), profile.env.end());
   names.insert(names.end(), request.env_names.begin(), request.env_names.end());
@@ -110,6 +115,8 @@ std::vector<std::string> SupervisorCommand(const DispatchRequest& request,
 }
 
 }  // namespace
+
+void AddReadOnlySystem(runtime::SandboxSpec& spec) { AddSystemRuntime(spec); }
 
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
                                                      const DispatchHostPaths& paths) {

@@ -32,6 +32,7 @@ struct DispatchRequest {
   std::optional<std::string> status_json;
   std::vector<std::string> seccomp_allow;
   std::optional<std::string> run_as;  // root callers: a user name or uid[:gid]
+  std::optional<std::string> patch;   // --patch FILE: the agent's work, harvested
   std::vector<std::string> command;
 };
 

@@ -17,6 +17,12 @@ std::string RenderStatusJson(const DispatchResult& r) {
   }
   std::string signal = r.signal ? fmt::format("{}", *r.signal) : "null";
   std::string error = r.error.empty() ? "null" : JsonQuote(r.error);
+  std::string taint;
+  for (const auto& line : r.workspace_taint) {
+    if (!taint.empty()) taint += ", ";
+    taint += JsonQuote(line);
+  }
+  std::string patch_error = r.patch_error.empty() ? "null" : JsonQuote(r.patch_error);
   return fmt::format(
       "{{\n"
       "  \"dispatch_id\": {},\n"
@@ -29,11 +35,17 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"reason\": {},\n"
       "  \"error\": {},\n"
       "  \"started_at\": {},\n"
+      "  \"base_commit\": {},\n"
+      "  \"workspace_tainted\": {},\n"
+      "  \"workspace_taint\": [{}],\n"
+      "  \"patch_error\": {},\n"
       "  \"timings_ms\": {{\"setup\": {:.1f}, \"total\": {:.1f}}}\n"
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
-      signal, JsonQuote(r.reason), error, JsonQuote(r.started_at), r.setup_ms, r.total_ms);
+      signal, JsonQuote(r.reason), error, JsonQuote(r.started_at),
+      r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
+      r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);
 }
 
 }  // namespace sbx::dispatch
