@@ -207,6 +207,10 @@ TEST_P(RunWorkspaceAttackTest, NothingTheAgentLeftRunsOnTheHost) {
     EXPECT_NE(status_.find("\"workspace_tainted\": true"), std::string::npos)
         << status_ << Describe(last_);
   }
+  // Whatever the agent wrote into the config, none of it is left (the payload names the
+  // marker).
+  EXPECT_EQ(ReadFile(ws + "/.git/config").value_or("").find(marker_), std::string::npos)
+      << ReadFile(ws + "/.git/config").value_or("<no config>");
   UseWorkspaceOnHost(ws);
   EXPECT_FALSE(MarkerExists()) << attack.name << ": the agent's command ran on the host\n"
                                << status_ << Describe(last_);
