@@ -257,7 +257,8 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   }
   auto patch_fd = OpenPatchFile(request.patch, dirs->workspace, dirs->out);
   if (!patch_fd) return patch_fd.error();
-  auto base_commit = ReadBaseCommit(dirs->workspace, *run_as);
+  auto base_commit = guard->clone_head() ? base::Result<std::string>(*guard->clone_head())
+                                         : ReadBaseCommit(dirs->workspace, *run_as);
   if (!base_commit && request.patch) return base_commit.error();
   if (base_commit) result->base_commit = *base_commit;
   auto signal_fd = BlockStopSignals();

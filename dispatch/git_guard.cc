@@ -206,6 +206,38 @@ void RestoreGitDir(int gitfd, const GuardedGitDir& dir, std::vector<std::string>
   }
 }
 
+// The commit a fresh clone's branch points to: refs/heads/BRANCH, else its line in
+// packed-refs. Empty for an unborn branch.
+std::string CloneHeadCommit(int gitfd, const std::string& branch) {
+  auto trim = [](std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    return text;
+  };
+  std::string ref = "refs/heads/" + branch;
+  auto slash = ref.rfind('/');
+  if (auto dir = OpenDirBeneath(gitfd, ref.substr(0, slash))) {
+    if (auto loose = ReadFileAt(dir->get(), ref.substr(slash + 1), 4096)) {
+      std::string id = trim(*loose);
+      if (IsHex(id)) return id;
+    }
+  }
+  auto packed = ReadFileAt(gitfd, "packed-refs");
+  if (!packed) return "";
+  size_t start = 0;
+  while (start < packed->size()) {
+    size_t end = packed->find('\n', start);
+    if (end == std::string::npos) end = packed->size();
+    std::string line = packed->substr(start, end - start);
+    start = end + 1;
+    auto space = line.find(' ');
+    if (space != std::string::npos && line.substr(space + 1) == ref &&
+        IsHex(line.substr(0, space))) {
+      return line.substr(0, space);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 bool operator==(const GitEntryId& a, const GitEntryId& b) {
@@ -277,6 +309,7 @@ base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fres
         ::fchownat(git->get(), "hooks", owner.st_uid, owner.st_gid, AT_SYMLINK_NOFOLLOW) != 0) {
       return base::ErrnoError("Can't change the owner of", ".git/hooks");
     }
+    guard.clone_head_ = branch.empty() ? "" : CloneHeadCommit(git->get(), branch);
     auto dir = RecordGitDir(git->get(), ".git");
     if (!dir) return dir.error();
     guard.guarded_.push_back(std::move(*dir));

@@ -76,12 +76,16 @@ class GitGuard {
   std::vector<std::string> CheckAndRestore() const;
 
   [[nodiscard]] const std::vector<GuardedGitDir>& guarded() const { return guarded_; }
+  // A fresh clone's HEAD commit, read from the refs git just wrote (nullopt otherwise:
+  // a given workspace's refs are read by git, in the harvest sandbox).
+  [[nodiscard]] const std::optional<std::string>& clone_head() const { return clone_head_; }
 
  private:
   std::string workspace_;
   base::UniqueFd workspace_fd_;
   std::vector<GuardedGitDir> guarded_;
   std::vector<GitPointer> pointers_;
+  std::optional<std::string> clone_head_;
 };
 
 // remote.origin.url for a clone of `repo`: a local directory by its absolute path (as git

@@ -123,6 +123,44 @@ TEST_F(RunWorkspaceTaintTest, IdentityCanBeSetWithSetenv) {
   EXPECT_EQ(Get(ParseReport(last_.out), "ident"), "Ada <ada@example.org>");
 }
 
+// A --workspace keeps the git metadata its owner gave it: the config and hooks stay as
+// they were, only what the agent added goes.
+TEST_F(RunWorkspaceTaintTest, GivenWorkspaceKeepsItsOwnConfigAndHooks) {
+  TempDir ws;
+  MustGit(ws.path(), {"clone", "-q", origin_.path(), "."});
+  MustGit(ws.path(), {"config", "owner.setting", "kept"});
+  WriteFile(ws.Sub(".git/hooks/pre-push"), "#!/bin/sh\nexit 0\n");
+  if (IsRoot()) {
+    RunResult chown = RunCommand({"chown", "-R", "65534:65534", ws.path()});
+    ASSERT_EQ(chown.exit_code, 0) << Describe(chown);
+  }
+  std::string config_before = ReadFile(ws.Sub(".git/config")).value_or("");
+  std::string script = "P='" + Payload() +
+                       "'\n"
+                       "git config core.fsmonitor \"$P; false\"; echo \"config: $?\"\n"
+                       "printf '#!/bin/sh\\n%s\\n' \"$P\" > .git/hooks/post-checkout\n"
+                       "echo \"hook: $?\"\n"
+                       "git init -q nested && git -C nested config core.fsmonitor \"$P; false\"\n"
+                       "echo changed > a.txt; git commit -q -am inside; echo \"commit: $?\"\n";
+  last_ = RunAteam({"--workspace", ws.path(), "--status-json", status_path_},
+                   {"/bin/sh", "-c", script});
+  status_ = ReadFile(status_path_).value_or("");
+  ASSERT_EQ(last_.exit_code, 0) << Describe(last_);
+  Report r = ParseReport(last_.out);
+  EXPECT_NE(Get(r, "config"), "0") << Describe(last_);
+  EXPECT_NE(Get(r, "hook"), "0");
+  EXPECT_EQ(Get(r, "commit"), "0") << Describe(last_);
+  EXPECT_EQ(JsonString(status_, "base_commit").size(), 40u) << status_;
+  EXPECT_NE(status_.find("nested/.git"), std::string::npos) << status_;
+  EXPECT_EQ(ReadFile(ws.Sub(".git/config")).value_or(""), config_before);
+  EXPECT_EQ(ReadFile(ws.Sub(".git/hooks/pre-push")).value_or(""), "#!/bin/sh\nexit 0\n");
+  EXPECT_FALSE(ReadFile(ws.Sub(".git/hooks/post-checkout")).has_value());
+  EXPECT_EQ(ReadFile(ws.Sub("nested/.git/config")).value_or("").find(marker_), std::string::npos);
+  UseWorkspaceOnHost(ws.path());
+  HostGit(ws.Sub("nested"), {"status"});
+  EXPECT_FALSE(MarkerExists());
+}
+
 struct Attack {
   const char* name;
   // Shell text run inside; $P is the payload, $M the marker path.
