@@ -417,11 +417,17 @@ std::vector<std::string> GitGuard::CheckAndRestore() const {
       if (known) return;
       auto git = OpenDirAt(dirfd, ".git");
       if (!git) return;
+      const std::string& plain = rel == ".git" ? top_config : std::string(kPlainConfig);
+      auto config = ReadFileAt(git->get(), "config");
+      bool already_plain = config && *config == plain && !StatAt(git->get(), "hooks") &&
+                           !StatAt(git->get(), "config.worktree") &&
+                           !StatAt(git->get(), "commondir");
+      if (already_plain) return;  // made harmless by an earlier check
       report.push_back(
           fmt::format("{}: a git directory the agent made; its config is replaced and its hooks "
                       "removed",
                       rel));
-      SanitizeGitDir(git->get(), rel, rel == ".git" ? top_config : kPlainConfig, report);
+      SanitizeGitDir(git->get(), rel, plain, report);
       return;
     }
     auto pointer = ReadPointer(dirfd, rel, st);
