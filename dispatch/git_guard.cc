@@ -206,6 +206,109 @@ void RestoreGitDir(int gitfd, const GuardedGitDir& dir, std::vector<std::string>
   }
 }
 
+// The check after the agent: what it finds goes into `report`, and is undone.
+struct TaintCheck {
+  const std::vector<GuardedGitDir>& guarded;
+  const std::vector<GitPointer>& pointers;
+  std::vector<std::string>& report;
+  const GuardedGitDir* top_dir = nullptr;  // the prepared .git, if any
+  std::string top_config = kPlainConfig;   // what a .git made anew at the top gets
+  std::optional<std::string> moved_top;    // where the agent moved the prepared .git
+
+  // The directories prepared (or found) before: restored in place when still there; a
+  // .git-named one made anew is left to the walk.
+  void RestoreGuarded(int ws) {
+    for (const auto& dir : guarded) {
+      auto fd = OpenDirBeneath(ws, dir.rel);
+      struct stat st {};
+      if (!fd || ::fstat(fd->get(), &st) != 0) {
+        report.push_back(fmt::format("{}: moved away or replaced by a non-directory", dir.rel));
+        continue;
+      }
+      if (st.st_dev == dir.dev && st.st_ino == dir.ino) {
+        RestoreGitDir(fd->get(), dir, report);
+      } else if (BaseName(dir.rel) != ".git") {
+        report.push_back(fmt::format("{}: replaced by another directory; made plain", dir.rel));
+        SanitizeGitDir(fd->get(), dir.rel, kPlainConfig, report);
+      }
+    }
+  }
+
+  void GitEntry(int dirfd, const std::string& rel, const struct stat& st) {
+    if (S_ISDIR(st.st_mode)) {
+      ForeignGitDir(dirfd, rel, st);
+      return;
+    }
+    auto pointer = ReadPointer(dirfd, rel, st);
+    bool known =
+        pointer && std::any_of(pointers.begin(), pointers.end(), [&](const GitPointer& p) {
+          return p.rel == rel && p.symlink == pointer->symlink && p.content == pointer->content;
+        });
+    if (known) return;
+    auto aside = RenameAsideAt(dirfd, ".git", std::string(".git") + kDisabledSuffix);
+    report.push_back(aside ? fmt::format("{}: a .git {} the agent made; renamed to {}", rel,
+                                         S_ISLNK(st.st_mode) ? "symlink" : "file",
+                                         Join(rel.substr(0, rel.size() - 4), *aside))
+                           : fmt::format("{}: a .git file the agent made could not be renamed: {}",
+                                         rel, aside.error().Render()));
+  }
+
+  void ForeignGitDir(int dirfd, const std::string& rel, const struct stat& st) {
+    bool known = std::any_of(guarded.begin(), guarded.end(), [&](const GuardedGitDir& d) {
+      return d.rel == rel && d.dev == st.st_dev && d.ino == st.st_ino;
+    });
+    if (known) return;
+    auto git = OpenDirAt(dirfd, ".git");
+    if (!git) return;
+    const std::string plain = rel == ".git" ? top_config : std::string(kPlainConfig);
+    auto config = ReadFileAt(git->get(), "config");
+    bool already_plain = config && *config == plain && !StatAt(git->get(), "hooks") &&
+                         !StatAt(git->get(), "config.worktree") && !StatAt(git->get(), "commondir");
+    if (already_plain) return;  // made harmless by an earlier check
+    report.push_back(fmt::format(
+        "{}: a git directory the agent made; its config is replaced and its hooks removed", rel));
+    SanitizeGitDir(git->get(), rel, plain, report);
+  }
+
+  void BareLayout(int dirfd, const std::string& rel) {
+    struct stat st {};
+    if (top_dir != nullptr && rel != ".git" && ::fstat(dirfd, &st) == 0 &&
+        st.st_dev == top_dir->dev && st.st_ino == top_dir->ino) {
+      moved_top = rel;  // the prepared .git: its config and hooks are the prepared ones
+      return;
+    }
+    for (const char* name : {"config", "hooks"}) {
+      if (!StatAt(dirfd, name)) continue;
+      auto aside = RenameAsideAt(dirfd, name, std::string(name) + kDisabledSuffix);
+      std::string where = Join(rel, name);
+      report.push_back(aside ? fmt::format("{}: beside a bare repository layout; renamed to {}",
+                                           where, Join(rel, *aside))
+                             : fmt::format("{}: beside a bare repository layout; could not be "
+                                           "renamed: {}",
+                                           where, aside.error().Render()));
+    }
+  }
+
+  // The prepared .git the agent moved elsewhere goes back when the place is free.
+  void MoveTopBack(int ws) {
+    if (!moved_top || StatAt(ws, ".git")) {
+      if (moved_top)
+        report.push_back(fmt::format("{}: the prepared .git, moved there", *moved_top));
+      return;
+    }
+    auto slash = moved_top->rfind('/');
+    std::string parent_rel = slash == std::string::npos ? "" : moved_top->substr(0, slash);
+    std::string name = slash == std::string::npos ? *moved_top : moved_top->substr(slash + 1);
+    auto parent = OpenDirBeneath(ws, parent_rel);
+    if (!parent || ::renameat2(parent->get(), name.c_str(), ws, ".git", RENAME_NOREPLACE) != 0) {
+      report.push_back(fmt::format("{}: the prepared .git, moved there", *moved_top));
+      return;
+    }
+    report.push_back(fmt::format("{}: the prepared .git, moved there; moved back", *moved_top));
+    if (auto git = OpenDirAt(ws, ".git")) RestoreGitDir(git->get(), *top_dir, report);
+  }
+};
+
 // The commit a fresh clone's branch points to: refs/heads/BRANCH, else its line in
 // packed-refs. Empty for an unborn branch.
 std::string CloneHeadCommit(int gitfd, const std::string& branch) {
@@ -344,7 +447,7 @@ base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fres
     if (!names) return;
     for (const auto& name : *names) {
       if (auto module = OpenDirAt(modules->get(), name)) {
-        record(module->get(), rel + "/modules/" + name);
+        record(module->get(), fmt::format("{}/modules/{}", rel, name));
       }
     }
   };
@@ -369,108 +472,29 @@ void GitGuard::AddBinds(runtime::SandboxSpec& spec) const {
 std::vector<std::string> GitGuard::CheckAndRestore() const {
   std::vector<std::string> report;
   int ws = workspace_fd_.get();
-  // A .git made anew where the prepared one was gets the prepared config back.
-  std::string top_config = kPlainConfig;
+  TaintCheck check{guarded_, pointers_, report, nullptr, kPlainConfig, std::nullopt};
   for (const auto& dir : guarded_) {
-    if (dir.rel == ".git" && dir.config) top_config = *dir.config;
+    if (dir.rel == ".git") check.top_dir = &dir;
   }
-  // The directories prepared (or found) before: restored in place when they are still
-  // there; a .git-named one made anew is the walk's.
-  for (const auto& dir : guarded_) {
-    auto fd = OpenDirBeneath(ws, dir.rel);
-    struct stat st {};
-    if (!fd || ::fstat(fd->get(), &st) != 0) {
-      report.push_back(fmt::format("{}: moved away or replaced by a non-directory", dir.rel));
-      continue;
-    }
-    if (st.st_dev == dir.dev && st.st_ino == dir.ino) {
-      RestoreGitDir(fd->get(), dir, report);
-    } else if (BaseName(dir.rel) != ".git") {
-      report.push_back(fmt::format("{}: replaced by another directory; made plain", dir.rel));
-      SanitizeGitDir(fd->get(), dir.rel, kPlainConfig, report);
-    }
+  if (check.top_dir != nullptr && check.top_dir->config) {
+    check.top_config = *check.top_dir->config;
   }
+  check.RestoreGuarded(ws);
   struct stat top {};
   if (::fstat(ws, &top) != 0) {
     report.emplace_back("the workspace could not be checked");
     return report;
   }
-  // The prepared .git, wherever the agent moved it: put back when nothing else is there.
-  const GuardedGitDir* top_dir = nullptr;
-  for (const auto& dir : guarded_) {
-    if (dir.rel == ".git") top_dir = &dir;
-  }
-  std::optional<std::string> moved_top;
-  auto is_moved_top = [&](int dirfd, const std::string& rel) {
-    struct stat st {};
-    bool moved = top_dir != nullptr && rel != ".git" && ::fstat(dirfd, &st) == 0 &&
-                 st.st_dev == top_dir->dev && st.st_ino == top_dir->ino;
-    if (moved) moved_top = rel;
-    return moved;
-  };
   WalkCallbacks cb;
   cb.git_entry = [&](int dirfd, const std::string& rel, const struct stat& st) {
-    if (S_ISDIR(st.st_mode)) {
-      bool known = std::any_of(guarded_.begin(), guarded_.end(), [&](const GuardedGitDir& d) {
-        return d.rel == rel && d.dev == st.st_dev && d.ino == st.st_ino;
-      });
-      if (known) return;
-      auto git = OpenDirAt(dirfd, ".git");
-      if (!git) return;
-      const std::string& plain = rel == ".git" ? top_config : std::string(kPlainConfig);
-      auto config = ReadFileAt(git->get(), "config");
-      bool already_plain = config && *config == plain && !StatAt(git->get(), "hooks") &&
-                           !StatAt(git->get(), "config.worktree") &&
-                           !StatAt(git->get(), "commondir");
-      if (already_plain) return;  // made harmless by an earlier check
-      report.push_back(
-          fmt::format("{}: a git directory the agent made; its config is replaced and its hooks "
-                      "removed",
-                      rel));
-      SanitizeGitDir(git->get(), rel, plain, report);
-      return;
-    }
-    auto pointer = ReadPointer(dirfd, rel, st);
-    bool known =
-        pointer && std::any_of(pointers_.begin(), pointers_.end(), [&](const auto& p) {
-          return p.rel == rel && p.symlink == pointer->symlink && p.content == pointer->content;
-        });
-    if (known) return;
-    auto aside = RenameAsideAt(dirfd, ".git", std::string(".git") + kDisabledSuffix);
-    report.push_back(aside ? fmt::format("{}: a .git {} the agent made; renamed to {}", rel,
-                                         S_ISLNK(st.st_mode) ? "symlink" : "file",
-                                         Join(rel.substr(0, rel.size() - 4), *aside))
-                           : fmt::format("{}: a .git file the agent made could not be renamed: {}",
-                                         rel, aside.error().Render()));
+    check.GitEntry(dirfd, rel, st);
   };
-  cb.bare_layout = [&](int dirfd, const std::string& rel) {
-    if (is_moved_top(dirfd, rel)) return;  // its config and hooks are the prepared ones
-    for (const char* name : {"config", "hooks"}) {
-      if (!StatAt(dirfd, name)) continue;
-      auto aside = RenameAsideAt(dirfd, name, std::string(name) + kDisabledSuffix);
-      std::string where = Join(rel, name);
-      report.push_back(aside ? fmt::format("{}: beside a bare repository layout; renamed to {}",
-                                           where, Join(rel, *aside))
-                             : fmt::format("{}: beside a bare repository layout; could not be "
-                                           "renamed: {}",
-                                           where, aside.error().Render()));
-    }
-  };
+  cb.bare_layout = [&](int dirfd, const std::string& rel) { check.BareLayout(dirfd, rel); };
   cb.too_deep = [&](const std::string& rel) {
     report.push_back(fmt::format("{}: deeper than {} levels, not checked", rel, kMaxWalkDepth));
   };
   Walk(ws, "", top.st_dev, 0, cb);
-  if (moved_top && !StatAt(ws, ".git")) {
-    auto slash = moved_top->rfind('/');
-    std::string parent_rel = slash == std::string::npos ? "" : moved_top->substr(0, slash);
-    std::string name = slash == std::string::npos ? *moved_top : moved_top->substr(slash + 1);
-    auto parent = OpenDirBeneath(ws, parent_rel);
-    if (parent && ::renameat2(parent->get(), name.c_str(), ws, ".git", RENAME_NOREPLACE) == 0) {
-      report.push_back(fmt::format("{}: the prepared .git, moved there; moved back", *moved_top));
-    } else {
-      report.push_back(fmt::format("{}: the prepared .git, moved there", *moved_top));
-    }
-  }
+  check.MoveTopBack(ws);
   return report;
 }
 
