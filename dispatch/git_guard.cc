@@ -147,6 +147,47 @@ std::optional<GitPointer> ReadPointer(int dirfd, const std::string& rel, const s
   return pointer;
 }
 
+// Where a `.git` file or symlink at `pointer.rel` points, relative to the workspace;
+// nullopt when that is outside it.
+std::optional<std::string> PointerTarget(const GitPointer& pointer, const std::string& workspace) {
+  std::string target = pointer.content;
+  if (!pointer.symlink) {
+    if (!target.starts_with("gitdir: ")) return std::nullopt;
+    target = target.substr(8);
+    while (!target.empty() && (target.back() == '\n' || target.back() == '\r')) target.pop_back();
+  }
+  std::string joined;
+  if (target.starts_with(workspace + "/")) {
+    joined = target.substr(workspace.size() + 1);
+  } else if (!target.starts_with('/')) {
+    auto slash = pointer.rel.rfind('/');
+    joined = Join(slash == std::string::npos ? "" : pointer.rel.substr(0, slash), target);
+  } else {
+    return std::nullopt;
+  }
+  // Lexically: "a/../b" is "b"; climbing above the workspace is outside it.
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= joined.size()) {
+    size_t end = joined.find('/', start);
+    if (end == std::string::npos) end = joined.size();
+    std::string part = joined.substr(start, end - start);
+    start = end + 1;
+    if (part.empty() || part == ".") continue;
+    if (part != "..") {
+      parts.push_back(part);
+    } else if (parts.empty()) {
+      return std::nullopt;
+    } else {
+      parts.pop_back();
+    }
+  }
+  if (parts.empty()) return std::nullopt;
+  std::string rel;
+  for (const auto& part : parts) rel = Join(rel, part);
+  return rel;
+}
+
 // Makes a git directory the runtime did not prepare harmless: a plain config, no hooks,
 // no per-worktree config, no redirection of its common directory.
 void SanitizeGitDir(int gitfd, const std::string& rel, const std::string& config,
@@ -246,11 +287,12 @@ struct TaintCheck {
         });
     if (known) return;
     auto aside = RenameAsideAt(dirfd, ".git", std::string(".git") + kDisabledSuffix);
-    report.push_back(aside ? fmt::format("{}: a .git {} the agent made; renamed to {}", rel,
-                                         S_ISLNK(st.st_mode) ? "symlink" : "file",
-                                         Join(rel.substr(0, rel.size() - 4), *aside))
-                           : fmt::format("{}: a .git file the agent made could not be renamed: {}",
-                                         rel, aside.error().Render()));
+    report.push_back(
+        aside ? fmt::format("{}: a .git {} the agent made; renamed to {}", rel,
+                            S_ISLNK(st.st_mode) ? "symlink" : "file",
+                            Join(rel == ".git" ? "" : rel.substr(0, rel.size() - 5), *aside))
+              : fmt::format("{}: a .git file the agent made could not be renamed: {}", rel,
+                            aside.error().Render()));
   }
 
   void ForeignGitDir(int dirfd, const std::string& rel, const struct stat& st) {
@@ -272,9 +314,12 @@ struct TaintCheck {
 
   void BareLayout(int dirfd, const std::string& rel) {
     struct stat st {};
-    if (top_dir != nullptr && rel != ".git" && ::fstat(dirfd, &st) == 0 &&
-        st.st_dev == top_dir->dev && st.st_ino == top_dir->ino) {
-      moved_top = rel;  // the prepared .git: its config and hooks are the prepared ones
+    if (::fstat(dirfd, &st) != 0) return;
+    // A guarded git directory (one a `gitdir:` file names, or the prepared .git the agent
+    // moved here) was checked already.
+    for (const auto& dir : guarded) {
+      if (st.st_dev != dir.dev || st.st_ino != dir.ino) continue;
+      if (&dir == top_dir && rel != ".git") moved_top = rel;
       return;
     }
     for (const char* name : {"config", "hooks"}) {
@@ -422,6 +467,9 @@ base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fres
   // recorded, so that only what the agent adds or changes is undone afterwards.
   std::optional<base::Error> failed;
   auto record = [&](int gitfd, const std::string& rel) {
+    bool seen = std::any_of(guard.guarded_.begin(), guard.guarded_.end(),
+                            [&](const GuardedGitDir& d) { return d.rel == rel; });
+    if (seen) return;
     auto dir = RecordGitDir(gitfd, rel);
     if (!dir) {
       if (!failed) failed = dir.error();
@@ -434,7 +482,14 @@ base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fres
   WalkCallbacks cb;
   cb.git_entry = [&](int dirfd, const std::string& rel, const struct stat& st) {
     if (!S_ISDIR(st.st_mode)) {
-      if (auto pointer = ReadPointer(dirfd, rel, st)) guard.pointers_.push_back(*pointer);
+      auto pointer = ReadPointer(dirfd, rel, st);
+      if (!pointer) return;
+      guard.pointers_.push_back(*pointer);
+      // A `gitdir:` file naming a directory inside the workspace (a submodule's checkout):
+      // that git directory is guarded too. One outside is not writable from inside.
+      if (auto target = PointerTarget(*pointer, workspace)) {
+        if (auto git = OpenDirBeneath(ws, *target)) record(git->get(), *target);
+      }
       return;
     }
     auto git = OpenDirAt(dirfd, ".git");

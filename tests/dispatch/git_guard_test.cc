@@ -186,5 +186,24 @@ TEST_F(GitGuardTest, GivenWorkspaceKeepsWhatItHad) {
   EXPECT_TRUE(Exists(ws_ / "module/.git"));
 }
 
+TEST_F(GitGuardTest, AGitdirFileInsideTheWorkspaceHasItsTargetGuarded) {
+  fs::rename(ws_ / ".git", ws_ / "gitdata");
+  Write(ws_ / ".git", "gitdir: gitdata\n");
+  Write(ws_ / "sub/.git", "gitdir: ../../outside\n");
+  auto guard = GitGuard::Prepare(ws_.string(), false, "");
+  ASSERT_TRUE(guard.ok()) << guard.error().Render();
+  ASSERT_EQ(guard->guarded().size(), 1u);
+  EXPECT_EQ(guard->guarded()[0].rel, "gitdata");
+  runtime::SandboxSpec spec;
+  guard->AddBinds(spec);
+  ASSERT_EQ(spec.ops.size(), 2u);
+  EXPECT_EQ(std::get<runtime::BindOp>(spec.ops[0]).dest, (ws_ / "gitdata/config").string());
+  std::string config = Read(ws_ / "gitdata/config");
+  Write(ws_ / "gitdata/config", "[core]\n\tfsmonitor = evil\n");
+  auto report = guard->CheckAndRestore();
+  EXPECT_EQ(Read(ws_ / "gitdata/config"), config);
+  EXPECT_EQ(Read(ws_ / ".git"), "gitdir: gitdata\n");
+}
+
 }  // namespace
 }  // namespace sbx::dispatch
