@@ -550,6 +550,13 @@ std::vector<std::string> GitGuard::CheckAndRestore() const {
   };
   Walk(ws, "", top.st_dev, 0, cb);
   check.MoveTopBack(ws);
+  // The lines name the agent's files and end up on the caller's terminal: no control
+  // characters (escape sequences) in them.
+  for (auto& line : report) {
+    for (char& c : line) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
+  }
   return report;
 }
 

@@ -134,6 +134,15 @@ TEST_F(GitGuardTest, EverythingTheAgentAddedIsUndone) {
   EXPECT_TRUE(guard.CheckAndRestore().empty());
 }
 
+TEST_F(GitGuardTest, ReportHoldsNoControlCharacters) {
+  GitGuard guard = PrepareClone();
+  Write(ws_ / "\x1b]0;x\a/.git", "gitdir: x\n");
+  auto report = guard.CheckAndRestore();
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0].find('\x1b'), std::string::npos) << report[0];
+  EXPECT_EQ(report[0].find('\a'), std::string::npos) << report[0];
+}
+
 TEST_F(GitGuardTest, SymlinksOutOfTheWorkspaceAreNeverFollowed) {
   GitGuard guard = PrepareClone();
   Write(outside_ / "config", "host file\n");
