@@ -146,6 +146,15 @@ base::Result<std::string> RenameAsideAt(int dirfd, const std::string& name,
 }
 
 base::Result<std::vector<std::string>> ListDirAt(int dirfd) {
+  auto entries = ListDirTypedAt(dirfd);
+  if (!entries) return entries.error();
+  std::vector<std::string> names;
+  names.reserve(entries->size());
+  for (auto& entry : *entries) names.push_back(std::move(entry.name));
+  return names;
+}
+
+base::Result<std::vector<DirEntry>> ListDirTypedAt(int dirfd) {
   // fdopendir takes the fd: give it its own, positioned at the start.
   int own = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (own < 0) return base::ErrnoError("Can't open directory");
@@ -154,11 +163,11 @@ base::Result<std::vector<std::string>> ListDirAt(int dirfd) {
     ::close(own);
     return base::ErrnoError("fdopendir");
   }
-  std::vector<std::string> names;
+  std::vector<DirEntry> names;
   errno = 0;
   while (const dirent* entry = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe): own DIR
     std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
+    if (name != "." && name != "..") names.push_back({std::move(name), entry->d_type});
   }
   int err = errno;
   ::closedir(dir);

@@ -41,4 +41,13 @@ base::Result<std::string> RenameAsideAt(int dirfd, const std::string& name,
 // The entries of a directory (without . and ..), sorted.
 base::Result<std::vector<std::string>> ListDirAt(int dirfd);
 
+// The same with each entry's d_type (DT_DIR, DT_REG, DT_LNK..., DT_UNKNOWN when the
+// filesystem does not say), for walks that need no stat of every file.
+struct DirEntry {
+  std::string name;
+  unsigned char type = 0;
+  friend bool operator<(const DirEntry& a, const DirEntry& b) { return a.name < b.name; }
+};
+base::Result<std::vector<DirEntry>> ListDirTypedAt(int dirfd);
+
 }  // namespace sbx::dispatch

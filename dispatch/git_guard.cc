@@ -1,5 +1,6 @@
 #include "dispatch/git_guard.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -60,8 +61,10 @@ bool IsHex(const std::string& s) {
 
 // What git itself takes for a bare repository when it finds no .git: a valid HEAD beside
 // objects/ and refs/ directories. Git would read the config beside them.
-bool LooksLikeBareRepository(int dirfd, const std::vector<std::string>& names) {
-  auto has = [&](const char* n) { return std::binary_search(names.begin(), names.end(), n); };
+bool LooksLikeBareRepository(int dirfd, const std::vector<DirEntry>& entries) {
+  auto has = [&](const char* n) {
+    return std::binary_search(entries.begin(), entries.end(), DirEntry{n, 0});
+  };
   if (!has("HEAD") || !has("objects") || !has("refs")) return false;
   auto head = ReadFileAt(dirfd, "HEAD", 4096);
   if (!head) return false;
@@ -81,10 +84,12 @@ struct WalkCallbacks {
 // Every directory below `dirfd` on the same filesystem, never through a symlink and never
 // into a .git (a git directory's own content is handled by its owner).
 void Walk(int dirfd, const std::string& rel, dev_t dev, int depth, const WalkCallbacks& cb) {
-  auto names = ListDirAt(dirfd);
-  if (!names) return;
-  if (cb.bare_layout && LooksLikeBareRepository(dirfd, *names)) cb.bare_layout(dirfd, rel);
-  for (const auto& name : *names) {
+  auto entries = ListDirTypedAt(dirfd);
+  if (!entries) return;
+  if (cb.bare_layout && LooksLikeBareRepository(dirfd, *entries)) cb.bare_layout(dirfd, rel);
+  for (const auto& [name, type] : *entries) {
+    // Only directories and .git entries matter: no stat for every file of a large tree.
+    if (name != ".git" && type != DT_DIR && type != DT_UNKNOWN) continue;
     auto st = StatAt(dirfd, name);
     if (!st) continue;
     std::string child = Join(rel, name);
