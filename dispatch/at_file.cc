@@ -127,6 +127,17 @@ base::Status WriteFileAt(int dirfd, const std::string& name, const std::string& 
   return {};
 }
 
+base::Status MakeDirAt(int dirfd, const std::string& name) {
+  struct stat dir {};
+  if (::fstat(dirfd, &dir) != 0) return base::ErrnoError("Can't stat the directory of", name);
+  if (::mkdirat(dirfd, name.c_str(), 0755) != 0) return base::ErrnoError("Can't create", name);
+  if ((dir.st_uid != ::geteuid() || dir.st_gid != ::getegid()) &&
+      ::fchownat(dirfd, name.c_str(), dir.st_uid, dir.st_gid, AT_SYMLINK_NOFOLLOW) != 0) {
+    return base::ErrnoError("Can't change the owner of", name);
+  }
+  return {};
+}
+
 base::Status RemoveTreeAt(int dirfd, const std::string& name) {
   struct stat dir {};
   if (::fstat(dirfd, &dir) != 0) return base::ErrnoError("Can't stat the directory of", name);

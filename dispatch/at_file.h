@@ -30,6 +30,9 @@ base::Result<std::string> ReadFileAt(int dirfd, const std::string& name, size_t 
 // beside it, then renamed over it. The new file belongs to the directory's owner.
 base::Status WriteFileAt(int dirfd, const std::string& name, const std::string& content);
 
+// mkdirat(`name`, 0755), owned like the directory it is made in.
+base::Status MakeDirAt(int dirfd, const std::string& name);
+
 // Removes `name` and, for a directory, everything below it (no symlink followed, no
 // mount crossed); ENOENT is success.
 base::Status RemoveTreeAt(int dirfd, const std::string& name);

@@ -230,7 +230,7 @@ void RestoreGitDir(int gitfd, const GuardedGitDir& dir, std::vector<std::string>
   } else if (!hooks) {
     report.push_back(fmt::format("{}/hooks: replaced; made empty", dir.rel));
     if (auto st = RemoveTreeAt(gitfd, "hooks"); !st) fail("hooks", st.error());
-    if (::mkdirat(gitfd, "hooks", 0755) != 0) fail("hooks", base::ErrnoError("Can't mkdir"));
+    if (auto st = MakeDirAt(gitfd, "hooks"); !st) fail("hooks", st.error());
   } else if (auto names = ListDirAt(hooks->get())) {
     for (const auto& name : *names) {
       auto st = StatAt(hooks->get(), name);
@@ -453,15 +453,7 @@ base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fres
     if (auto st = WriteFileAt(git->get(), "config", config); !st) return st.error();
     // Hooks come from the caller's template directory: none are wanted.
     if (auto st = RemoveTreeAt(git->get(), "hooks"); !st) return st.error();
-    if (::mkdirat(git->get(), "hooks", 0755) != 0) {
-      return base::ErrnoError("Can't create", ".git/hooks");
-    }
-    struct stat owner {};
-    if (::fstat(git->get(), &owner) == 0 &&
-        (owner.st_uid != ::geteuid() || owner.st_gid != ::getegid()) &&
-        ::fchownat(git->get(), "hooks", owner.st_uid, owner.st_gid, AT_SYMLINK_NOFOLLOW) != 0) {
-      return base::ErrnoError("Can't change the owner of", ".git/hooks");
-    }
+    if (auto st = MakeDirAt(git->get(), "hooks"); !st) return st.error();
     guard.clone_head_ = branch.empty() ? "" : CloneHeadCommit(git->get(), branch);
     auto dir = RecordGitDir(git->get(), ".git");
     if (!dir) return dir.error();

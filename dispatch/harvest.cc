@@ -53,11 +53,11 @@ export GIT_INDEX_FILE="$tmp/index" GIT_OBJECT_DIRECTORY="$tmp/objects"
 export GIT_ALTERNATE_OBJECT_DIRECTORIES="$GIT_DIR/objects"
 g add --all
 against=${head:-$(g hash-object -t tree /dev/null)}
-if ! g diff --cached --quiet --no-ext-diff "$against"; then
+if ! g diff --cached --quiet --no-ext-diff --no-textconv "$against"; then
   printf 'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n'
   printf 'From: %s\nDate: %s\n' "$2" "$(date -R)"
   printf 'Subject: [PATCH] Uncommitted changes left in the workspace\n\n---\n'
-  g diff --cached --stat --no-ext-diff "$against"
+  g diff --cached --stat --no-ext-diff --no-textconv "$against"
   printf '\n'
   g diff --cached --binary --full-index --no-ext-diff --no-textconv "$against"
   printf -- '-- \nateam-sandbox harvest\n\n'
