@@ -7,6 +7,7 @@ add_executable(ateam-sandbox
   ${PROJECT_SOURCE_DIR}/cli/bwrap_command.cc
   ${PROJECT_SOURCE_DIR}/cli/run_command.cc
   ${PROJECT_SOURCE_DIR}/cli/name_service.cc
+  ${PROJECT_SOURCE_DIR}/cli/harvest_command.cc
 )
 target_include_directories(ateam-sandbox PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_cli_run sbx_doctor sbx_supervise sbx_dispatch sbx_runtime sbx::fmt CLI11::CLI11)

@@ -15,6 +15,7 @@
 
 #include "cli/bwrap_command.h"
 #include "cli/doctor/doctor_command.h"
+#include "cli/harvest_command.h"
 #include "cli/name_service.h"
 #include "cli/run_command.h"
 #include "supervise/supervise_command.h"
@@ -30,6 +31,8 @@ constexpr std::string_view kUsage =
     "                  --backend bwrap runs the same plan with the real bwrap\n"
     "  run [OPTIONS] -- COMMAND [ARGS...]\n"
     "                  run COMMAND in a per-dispatch agent sandbox (see run --help)\n"
+    "  harvest WORKSPACE [--base REV] -o FILE\n"
+    "                  write the agent's work in a finished workspace as one patch\n"
     "  doctor [--json] check what this host allows, and how to fix what it does not\n"
     "  --version       print the version\n"
     "  --help          print this help\n";
@@ -69,6 +72,9 @@ int Main(int argc, char** argv) {
     return sbx::cli::RunRunCommand(std::span<const std::string>(args).subspan(1));
   if (args[0] == "supervise") {
     return sbx::supervise::RunSuperviseCommand(std::span<const std::string>(args).subspan(1));
+  }
+  if (args[0] == "harvest") {
+    return sbx::cli::RunHarvestCommand(std::span<const std::string>(args).subspan(1));
   }
   if (args[0] == "doctor") {
     return sbx::cli::RunDoctorCommand(std::span<const std::string>(args).subspan(1));

@@ -49,6 +49,7 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--landlock-allow", r.landlock_allow,
                  "leave out one Landlock part: fs, net or scope (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: USER or UID[:GID] the sandbox runs as");
+  app.add_option("--patch", r.patch, "afterwards, write the agent's work here as one patch");
   app.footer(
       "The command comes after the options, after -- when it starts with '-':\n"
       "  ateam-sandbox run [OPTIONS] [--] COMMAND [ARGS...]");
@@ -118,6 +119,12 @@ int RunRunCommand(std::span<const std::string> args) {
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
   if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);
+  if (!result.patch_error.empty()) {
+    fmt::print(stderr, "ateam-sandbox run: --patch: {}\n", result.patch_error);
+  }
+  for (const auto& line : result.workspace_taint) {
+    fmt::print(stderr, "ateam-sandbox run: workspace git metadata: {}\n", line);
+  }
   if (request.status_json && result.reason != "dry-run") {
     std::ofstream out(*request.status_json, std::ios::trunc);
     out << dispatch::RenderStatusJson(result);

@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 
 #include "base/syscalls.h"
+#include "dispatch/git_guard.h"
+#include "dispatch/harvest.h"
 #include "dispatch/landlock_plan.h"
 #include "dispatch/layout.h"
 #include "dispatch/prepare.h"
@@ -199,6 +201,9 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (!dirs) return dirs.error();
   result->workspace = dirs->workspace;
   result->out = dirs->out;
+  auto guard = GitGuard::Prepare(dirs->workspace, !request.workspace,
+                                 request.repo ? CloneOriginUrl(*request.repo) : "");
+  if (!guard) return guard.error();
   if (request.ledger) {
     if (auto st = CheckLedgerOutside(*request.ledger, *dirs); !st) return st;
   }
@@ -265,6 +270,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   result->landlock_parts = security::LandlockParts(ruleset);
   auto spec = BuildDispatchSpec(request, paths);
   if (!spec) return spec.error();
+  guard->AddBinds(*spec);
   spec->run_as = *run_as;
   auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
@@ -285,6 +291,12 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
     result->exit_code = 0;
     return {};
   }
+  auto patch_fd = OpenPatchFile(request.patch, dirs->workspace, dirs->out);
+  if (!patch_fd) return patch_fd.error();
+  auto base_commit = guard->clone_head() ? base::Result<std::string>(*guard->clone_head())
+                                         : ReadBaseCommit(dirs->workspace, *run_as);
+  if (!base_commit && request.patch) return base_commit.error();
+  if (base_commit) result->base_commit = *base_commit;
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
   auto sandbox = SandboxProcess::Start(*plan, request);
@@ -293,6 +305,13 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   result->setup_ms = MsSince(start);
   LoopOutcome outcome = ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds);
   RecordExit(sandbox->Reap(), outcome, result);
+  // The sandbox is gone: undo what the agent left in the git metadata, then harvest.
+  result->workspace_taint = guard->CheckAndRestore();
+  result->workspace_tainted = !result->workspace_taint.empty();
+  if (*patch_fd) {
+    auto st = WriteHarvestPatch(dirs->workspace, result->base_commit, patch_fd->get(), *run_as);
+    if (!st) result->patch_error = st.error().Render();
+  }
   return {};
 }
 

@@ -39,6 +39,10 @@ struct DispatchResult {
   std::string started_at;
   int landlock_abi = 0;                     // the kernel's Landlock ABI (0: none)
   std::vector<std::string> landlock_parts;  // the Landlock parts applied to the agent
+  std::string base_commit;         // HEAD of the workspace before the agent ran ("" if none)
+  bool workspace_tainted = false;  // the agent changed guarded git metadata
+  std::vector<std::string> workspace_taint;  // what it changed, each undone (git_guard.h)
+  std::string patch_error;                   // --patch could not be written
   double setup_ms = 0;
   double total_ms = 0;
 };

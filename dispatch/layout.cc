@@ -58,6 +58,11 @@ base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& r
                                   "LOGNAME=" + paths.sandbox_user,
                                   "ATEAM_OUT=" + paths.out,
                                   "ATEAM_WORKSPACE=" + paths.workspace};
+  // Commits need an identity and .git/config is read-only inside: it comes from here.
+  for (const char* who : {"AUTHOR", "COMMITTER"}) {
+    env.push_back(fmt::format("GIT_{}_NAME={}", who, kAgentGitName));
+    env.push_back(fmt::format("GIT_{}_EMAIL={}", who, kAgentGitEmail));
+  }
   // The terminal's type and colour support and the caller's time zone, when set.
   std::vector<std::string> names = {"TERM", "COLORTERM", "TZ"};
   names.insert(names.end(), profile.env.begin(), profile.env.end());
@@ -117,6 +122,8 @@ std::vector<std::string> SupervisorCommand(const DispatchRequest& request,
 }
 
 }  // namespace
+
+void AddReadOnlySystem(runtime::SandboxSpec& spec) { AddSystemRuntime(spec); }
 
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
                                                      const DispatchHostPaths& paths) {

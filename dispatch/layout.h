@@ -17,6 +17,10 @@ namespace sbx::dispatch {
 
 inline constexpr const char* kSandboxHome = "/home/ateam-sandbox";
 inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
+// The commit identity git gets inside (GIT_AUTHOR_*, GIT_COMMITTER_*) unless --setenv
+// gives another.
+inline constexpr const char* kAgentGitName = "ateam agent";
+inline constexpr const char* kAgentGitEmail = "agent@ateam-sandbox.invalid";
 
 // Everything resolved on the host before the layout is built.
 struct DispatchHostPaths {
@@ -36,5 +40,9 @@ struct DispatchHostPaths {
 
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
                                                      const DispatchHostPaths& paths);
+
+// The host's /usr, /etc and /bin, /lib... (or their merged-/usr symlinks), read-only: for
+// the runtime's own small sandboxes (dispatch/harvest.h).
+void AddReadOnlySystem(runtime::SandboxSpec& spec);
 
 }  // namespace sbx::dispatch

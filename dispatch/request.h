@@ -33,6 +33,7 @@ struct DispatchRequest {
   std::vector<std::string> seccomp_allow;
   std::vector<std::string> landlock_allow;  // --landlock-allow fs|net|scope
   std::optional<std::string> run_as;        // root callers: a user name or uid[:gid]
+  std::optional<std::string> patch;         // --patch FILE: the agent's work, harvested
   std::vector<std::string> command;
 };
 

@@ -22,6 +22,12 @@ std::string RenderStatusJson(const DispatchResult& r) {
   for (const auto& part : r.landlock_parts) {
     landlock_parts += (landlock_parts.empty() ? "" : ", ") + JsonQuote(part);
   }
+  std::string taint;
+  for (const auto& line : r.workspace_taint) {
+    if (!taint.empty()) taint += ", ";
+    taint += JsonQuote(line);
+  }
+  std::string patch_error = r.patch_error.empty() ? "null" : JsonQuote(r.patch_error);
   return fmt::format(
       "{{\n"
       "  \"dispatch_id\": {},\n"
@@ -35,12 +41,17 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"error\": {},\n"
       "  \"started_at\": {},\n"
       "  \"landlock\": {{\"abi\": {}, \"enforced\": [{}]}},\n"
+      "  \"base_commit\": {},\n"
+      "  \"workspace_tainted\": {},\n"
+      "  \"workspace_taint\": [{}],\n"
+      "  \"patch_error\": {},\n"
       "  \"timings_ms\": {{\"setup\": {:.1f}, \"total\": {:.1f}}}\n"
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
       signal, JsonQuote(r.reason), error, JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
-      r.setup_ms, r.total_ms);
+      r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
+      r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);
 }
 
 }  // namespace sbx::dispatch

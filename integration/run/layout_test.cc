@@ -37,7 +37,8 @@ TEST_F(RunLayoutTest, ProbeReportShowsTheDispatchLayout) {
     EXPECT_TRUE(name == "HOME" || name == "PATH" || name == "LANG" || name == "USER" ||
                 name == "LOGNAME" || name == "ATEAM_OUT" || name == "ATEAM_WORKSPACE" ||
                 name == "TERM" || name == "COLORTERM" || name == "TZ" || name == "PWD" ||
-                name == "SBX_PASSED" || name == "SBX_SET")
+                name == "SBX_PASSED" || name == "SBX_SET" || name.starts_with("GIT_AUTHOR_") ||
+                name.starts_with("GIT_COMMITTER_"))
         << "unexpected variable " << name;
   }
   EXPECT_EQ(Get(r, "env.ATEAM_OUT"), out.path());

@@ -1,0 +1,82 @@
+#include "cli/harvest_command.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <optional>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "base/unique_fd.h"
+#include "dispatch/harvest.h"
+#include "runtime/host_facts.h"
+
+namespace sbx::cli {
+namespace {
+
+constexpr int kFailureExit = 125;
+
+int Fail(const std::string& message) {
+  fmt::print(stderr, "ateam-sandbox harvest: {}\n", message);
+  return kFailureExit;
+}
+
+}  // namespace
+
+int RunHarvestCommand(std::span<const std::string> args) {
+  CLI::App app{"Write the patch of the agent's work in a finished workspace",
+               "ateam-sandbox harvest"};
+  std::string workspace;
+  std::optional<std::string> base;
+  std::string output;
+  app.add_option("workspace", workspace, "the workspace (a dispatch's clone)")->required();
+  app.add_option("--base", base,
+                 "the commit the agent started from (the status document's base_commit); "
+                 "default: HEAD, so only uncommitted work")
+      ->check([](const std::string& v) {
+        bool hex = v.size() >= 4 && v.size() <= 64 &&
+                   v.find_first_not_of("0123456789abcdef") == std::string::npos;
+        return hex ? std::string() : std::string("--base takes a commit id in hex");
+      });
+  app.add_option("-o,--output", output, "the patch file to write")->required();
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app.help());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return Fail(e.what());
+  }
+  char resolved[PATH_MAX];
+  if (::realpath(workspace.c_str(), resolved) == nullptr)
+    return Fail("no such workspace: " + workspace);
+  workspace = resolved;
+  auto host = runtime::ProbeHostFacts();
+  if (!host) return Fail(host.error().Render());
+  // Root never runs git on the agent's files as root: the sandbox takes the workspace
+  // owner's ids (or the overflow ids when root owns it).
+  dispatch::RunAsIds run_as;
+  if (host->IsRoot()) {
+    struct stat st {};
+    if (::stat(workspace.c_str(), &st) != 0) return Fail("can't stat " + workspace);
+    run_as = st.st_uid != 0 ? runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid}
+                            : runtime::SandboxSpec::HostIds{host->overflow_uid, host->overflow_gid};
+  }
+  if (!base) {
+    auto head = dispatch::ReadBaseCommit(workspace, run_as);
+    if (!head) return Fail(head.error().Render());
+    base = *head;
+  }
+  auto fd = dispatch::OpenPatchFile(output, workspace, workspace);
+  if (!fd) return Fail(fd.error().Render());
+  if (auto st = dispatch::WriteHarvestPatch(workspace, *base, fd->get(), run_as); !st) {
+    return Fail(st.error().Render());
+  }
+  return 0;
+}
+
+}  // namespace sbx::cli
