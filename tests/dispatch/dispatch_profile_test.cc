@@ -83,7 +83,7 @@ TEST(DispatchProfileTest, GoldenUnprivilegedWithoutRoutes) {
             "cwd: /work/ws\n"
             "exec: /run/ateam-tunnel/supervisor argv: /run/ateam-tunnel/supervisor supervise -- "
             "agent --task x\n"
-            "env: 10 variables\n");
+            "env: 14 variables\n");
 }
 
 TEST(DispatchProfileTest, GoldenUnprivilegedWithRoutes) {
@@ -128,13 +128,12 @@ TEST(DispatchProfileTest, GoldenUnprivilegedWithRoutes) {
             "exec: /run/ateam-tunnel/supervisor argv: /run/ateam-tunnel/supervisor supervise "
             "--route 127.77.0.2:443=/run/ateam-tunnel/route-0.sock --route "
             "127.77.0.3:8443=/run/ateam-tunnel/route-1.sock -- agent --task x\n"
-            "env: 10 variables\n");
+            "env: 14 variables\n");
 }
 
 TEST(DispatchProfileTest, GoldenRootRunAsOverflowWithoutRoutes) {
   EXPECT_EQ(
       ProfileFor(runtime::fixtures::RootHost(), false, runtime::SandboxSpec::HostIds{65534, 65534}),
-
       "mode: root\n"
       "namespaces: user mnt pid ipc uts cgroup\n"
       "uid map: 65534 65534 1\n"
@@ -171,13 +170,12 @@ TEST(DispatchProfileTest, GoldenRootRunAsOverflowWithoutRoutes) {
       "cwd: /work/ws\n"
       "exec: /run/ateam-tunnel/supervisor argv: /run/ateam-tunnel/supervisor supervise -- agent "
       "--task x\n"
-      "env: 10 variables\n");
+      "env: 14 variables\n");
 }
 
 TEST(DispatchProfileTest, GoldenRootRunAsOverflowWithRoutes) {
   EXPECT_EQ(
       ProfileFor(runtime::fixtures::RootHost(), true, runtime::SandboxSpec::HostIds{65534, 65534}),
-
       "mode: root\n"
       "namespaces: user mnt pid ipc uts cgroup\n"
       "uid map: 65534 65534 1\n"
@@ -217,17 +215,20 @@ TEST(DispatchProfileTest, GoldenRootRunAsOverflowWithRoutes) {
       "exec: /run/ateam-tunnel/supervisor argv: /run/ateam-tunnel/supervisor supervise --route "
       "127.77.0.2:443=/run/ateam-tunnel/route-0.sock --route "
       "127.77.0.3:8443=/run/ateam-tunnel/route-1.sock -- agent --task x\n"
-      "env: 10 variables\n");
+      "env: 14 variables\n");
 }
 
 TEST(DispatchProfileTest, EnvironmentIsTheAllowlistOnly) {
   auto spec = BuildDispatchSpec(Request(), Paths(false));
   ASSERT_TRUE(spec) << spec.error().Render();
-  EXPECT_EQ(spec->env, (std::vector<std::string>{
-                           "HOME=/home/ateam-sandbox", "PATH=/usr/local/bin:/usr/bin:/bin",
-                           "LANG=C.UTF-8", "USER=agentuser", "LOGNAME=agentuser",
-                           "ATEAM_OUT=/work/out", "ATEAM_WORKSPACE=/work/ws", "TERM=xterm",
-                           "COLORTERM=truecolor", "TZ=Europe/Paris"}));
+  EXPECT_EQ(
+      spec->env,
+      (std::vector<std::string>{
+          "HOME=/home/ateam-sandbox", "PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
+          "USER=agentuser", "LOGNAME=agentuser", "ATEAM_OUT=/work/out", "ATEAM_WORKSPACE=/work/ws",
+          "GIT_AUTHOR_NAME=ateam agent", "GIT_AUTHOR_EMAIL=agent@ateam-sandbox.invalid",
+          "GIT_COMMITTER_NAME=ateam agent", "GIT_COMMITTER_EMAIL=agent@ateam-sandbox.invalid",
+          "TERM=xterm", "COLORTERM=truecolor", "TZ=Europe/Paris"}));
 }
 
 }  // namespace

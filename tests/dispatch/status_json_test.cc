@@ -38,6 +38,10 @@ TEST(StatusJsonTest, ExitedDocumentIsExact) {
             "  \"error\": null,\n"
             "  \"started_at\": \"2026-12-01T15:00:00Z\",\n"
             "  \"landlock\": {\"abi\": 7, \"enforced\": [\"fs\", \"net\", \"scope\"]},\n"
+            "  \"base_commit\": null,\n"
+            "  \"workspace_tainted\": false,\n"
+            "  \"workspace_taint\": [],\n"
+            "  \"patch_error\": null,\n"
             "  \"timings_ms\": {\"setup\": 12.2, \"total\": 100.0}\n"
             "}\n");
 }
