@@ -2,11 +2,13 @@
 
 #include <grp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -17,6 +19,7 @@
 
 #include "base/syscalls.h"
 #include "dispatch/layout.h"
+#include "dispatch/limits.h"
 #include "dispatch/prepare.h"
 #include "dispatch/state_janitor.h"
 #include "dispatch/workspace.h"
@@ -77,6 +80,16 @@ class SandboxProcess {
         fmt::print(stderr, "ateam-sandbox run: can't switch to uid {}: {}\n", plan.sandbox_uid,
                    std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
         ::_exit(kRuntimeFailureExit);
+      }
+      // The rlimits that hold across bwrap's exec and mean the same there (RLIMIT_NPROC
+      // would count the caller's processes outside the sandbox too).
+      for (const auto& limit : plan.self_limits.rlimits) {
+        if (limit.resource == RLIMIT_NPROC) continue;
+        rlimit current{};
+        if (::getrlimit(static_cast<__rlimit_resource>(limit.resource), &current) != 0) continue;
+        rlimit lowered{std::min<rlim_t>(current.rlim_cur, limit.value),
+                       std::min<rlim_t>(current.rlim_max, limit.value)};
+        (void)::setrlimit(static_cast<__rlimit_resource>(limit.resource), &lowered);
       }
       auto st = runtime::ExecBwrap(plan, request.bwrap_path);
       fmt::print(stderr, "ateam-sandbox run: {}\n", st.error().Render());
@@ -188,7 +201,11 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   std::vector<std::string> host_env = CurrentEnvironment();
   auto agent = FindAgentInstall(request, host_env);
   if (!agent) return agent.error();
-  auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = request.seccomp_allow});
+  auto limits = ResolveLimits(request);
+  if (!limits) return limits.error();
+  std::vector<std::string> relaxed = request.seccomp_allow;
+  if (limits->nested_userns) relaxed.emplace_back("nested-userns");
+  auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = relaxed});
   if (!seccomp) return seccomp.error();
   auto dirs = PrepareDispatchDirs(request, result->id, *run_as);
   if (!dirs) return dirs.error();
@@ -240,11 +257,20 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   auto spec = BuildDispatchSpec(request, paths);
   if (!spec) return spec.error();
   spec->run_as = *run_as;
+  ApplyLimitsToSpec(*limits, &*spec);
+  const bool bwrap_backend = request.backend == DispatchBackend::kBwrap;
+  // bwrap cannot write the sandbox's sysctls; its own --disable-userns is the second layer
+  // behind the seccomp rule there.
+  if (bwrap_backend && !limits->nested_userns) spec->disable_userns = true;
+  LimitsReport report = ReportLimits(*limits, bwrap_backend, "", "not implemented yet");
+  result->limits_json = RenderLimitsJson(*limits, report);
   auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
   if (request.dry_run) {
     fmt::print("{}", runtime::PrintPlan(*plan));
     fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(*plan, request.bwrap_path));
+    for (const auto& line : report.enforced) fmt::print("limit: {}\n", line);
+    for (const auto& line : report.not_enforced) fmt::print("limit not enforced: {}\n", line);
     result->reason = "dry-run";
     result->exit_code = 0;
     return {};

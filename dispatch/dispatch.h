@@ -36,6 +36,7 @@ struct DispatchResult {
   std::string reason = "runtime-error";
   std::string error;  // one line, for "runtime-error"
   std::string started_at;
+  std::string limits_json = "null";  // dispatch/limits.h RenderLimitsJson
   double setup_ms = 0;
   double total_ms = 0;
 };

@@ -17,6 +17,7 @@ namespace sbx::dispatch {
 
 inline constexpr const char* kSandboxHome = "/home/ateam-sandbox";
 inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
+inline constexpr const char* kShmDir = "/dev/shm";  // its own tmpfs, sized apart from /dev
 
 // Everything resolved on the host before the layout is built.
 struct DispatchHostPaths {

@@ -31,7 +31,12 @@ struct DispatchRequest {
   bool dry_run = false;
   std::optional<std::string> status_json;
   std::vector<std::string> seccomp_allow;
-  std::optional<std::string> run_as;  // root callers: a user name or uid[:gid]
+  std::optional<std::string> run_as;      // root callers: a user name or uid[:gid]
+  std::optional<std::string> tmpfs_size;  // --tmpfs-size: home and /tmp, each (dispatch/limits.h)
+  std::optional<std::string> memory;      // --memory
+  std::optional<long long> pids;          // --pids
+  std::optional<double> cpus;             // --cpus
+  bool allow_nested_userns = false;       // --allow-nested-userns
   std::vector<std::string> command;
 };
 

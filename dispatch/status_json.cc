@@ -28,12 +28,14 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"signal\": {},\n"
       "  \"reason\": {},\n"
       "  \"error\": {},\n"
+      "  \"limits\": {},\n"
       "  \"started_at\": {},\n"
       "  \"timings_ms\": {{\"setup\": {:.1f}, \"total\": {:.1f}}}\n"
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
-      signal, JsonQuote(r.reason), error, JsonQuote(r.started_at), r.setup_ms, r.total_ms);
+      signal, JsonQuote(r.reason), error, r.limits_json, JsonQuote(r.started_at), r.setup_ms,
+      r.total_ms);
 }
 
 }  // namespace sbx::dispatch

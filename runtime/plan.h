@@ -110,6 +110,7 @@ struct Plan {
   bool chdir_is_explicit = false;
 
   bool close_inherited_fds = false;  // mark every fd above 2 close-on-exec before exec
+  SelfLimits self_limits;            // applied by the child before the capability sets
 
   std::string exec_file;                  // looked up in PATH of `env` when it has no '/'
   std::vector<std::string> argv;          // argv[0] is --argv0 when given

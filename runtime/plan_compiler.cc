@@ -185,6 +185,7 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   plan.lock_files = spec.lock_files;
   plan.stdout_tty = host.stdout_tty;
   plan.close_inherited_fds = spec.close_inherited_fds;
+  plan.self_limits = spec.self_limits;
   PlanCommand(spec, host, &plan);
   return plan;
 }

@@ -15,6 +15,8 @@
 //   vsock       socket(AF_VSOCK): vsock ignores network namespaces (EAFNOSUPPORT, what a
 //               kernel without vsock says; the family is also compared on 32 bits)
 //   ptrace      ptrace, process_vm_readv, process_vm_writev
+//   nested-userns  unshare/clone with CLONE_NEWUSER (EPERM); clone3 ENOSYS, since its
+//               flags are out of seccomp's reach and libc then falls back to clone
 // Blocked calls fail with EPERM unless said otherwise. Anything that is not native x86_64
 // (i386, other architectures, and the x32 ABI, syscall numbers with bit 0x40000000 set)
 // kills the process: libseccomp sends both to its "bad arch" action, set to KILL_PROCESS.

@@ -1,4 +1,5 @@
 // Parent side of seccomp: the default agent policy as data, compiled with libseccomp.
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -26,6 +27,8 @@ struct Rule {
   int arg_index = -1;  // -1: any arguments
   uint32_t arg_value = 0;
   const char* arg_label = nullptr;
+  uint32_t arg_mask = 0xffffffffU;  // bits of the argument compared with arg_value
+  int err = 0;                      // errno for this rule; 0: the group's
 };
 
 struct Group {
@@ -44,6 +47,13 @@ constexpr Rule kUserfaultfd[] = {{"userfaultfd"}};
 constexpr Rule kKexec[] = {{"kexec_load"}, {"kexec_file_load"}};
 constexpr Rule kModules[] = {{"init_module"}, {"finit_module"}, {"delete_module"}};
 constexpr Rule kVsock[] = {{"socket", 0, AF_VSOCK, "AF_VSOCK"}};
+// A nested user namespace gives its creator every capability over the namespaced kernel
+// interfaces (nf_tables, mounts of many file systems, ...), the usual way in for local
+// privilege escalations. clone3 passes its flags in memory, which seccomp cannot read: it
+// gets ENOSYS, and libc falls back to clone, whose flags are an argument.
+constexpr Rule kNestedUserns[] = {{"unshare", 0, CLONE_NEWUSER, "CLONE_NEWUSER", CLONE_NEWUSER},
+                                  {"clone", 0, CLONE_NEWUSER, "CLONE_NEWUSER", CLONE_NEWUSER},
+                                  {"clone3", -1, 0, nullptr, 0xffffffffU, ENOSYS}};
 constexpr Rule kPtrace[] = {{"ptrace"}, {"process_vm_readv"}, {"process_vm_writev"}};
 
 constexpr Group kGroups[] = {
@@ -57,6 +67,9 @@ constexpr Group kGroups[] = {
     {{"modules", "loading and unloading kernel modules"}, EPERM, kModules},
     {{"vsock", "vsock sockets, which ignore network namespaces"}, EAFNOSUPPORT, kVsock},
     {{"ptrace", "tracing and reading the memory of other processes"}, EPERM, kPtrace},
+    {{"nested-userns", "new user namespaces (--allow-nested-userns relaxes it)"},
+     EPERM,
+     kNestedUserns},
 };
 constexpr size_t kGroupCount = sizeof(kGroups) / sizeof(kGroups[0]);
 
@@ -82,7 +95,8 @@ base::Result<std::vector<bool>> RelaxedGroups(const SeccompPolicyOptions& option
   return relaxed;
 }
 
-base::Status AddRule(scmp_filter_ctx ctx, const Rule& rule, int err) {
+base::Status AddRule(scmp_filter_ctx ctx, const Rule& rule, int group_err) {
+  const int err = rule.err != 0 ? rule.err : group_err;
   const int nr = seccomp_syscall_resolve_name(rule.syscall);
   if (nr == __NR_SCMP_ERROR) {
     return base::Error::Message(std::string("seccomp: unknown system call ") + rule.syscall);
@@ -94,7 +108,7 @@ base::Status AddRule(scmp_filter_ctx ctx, const Rule& rule, int err) {
   } else {
     const scmp_arg_cmp cmp{.arg = static_cast<unsigned int>(rule.arg_index),
                            .op = SCMP_CMP_MASKED_EQ,
-                           .datum_a = 0xffffffffULL,
+                           .datum_a = rule.arg_mask,
                            .datum_b = rule.arg_value};
     rc = seccomp_rule_add_exact_array(ctx, SCMP_ACT_ERRNO(err), nr, 1, &cmp);
   }
@@ -131,6 +145,10 @@ std::string DescribeRules(const Group& group) {
     if (!out.empty()) out += ", ";
     out += rule.syscall;
     if (rule.arg_label != nullptr) out += std::string("(") + rule.arg_label + ")";
+    if (rule.err != 0) {
+      const char* name = strerrorname_np(rule.err);
+      out += std::string(" -> ") + (name != nullptr ? name : "error");
+    }
   }
   return out;
 }

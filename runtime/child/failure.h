@@ -41,6 +41,8 @@ enum class Phase : uint32_t {
   kJoinUserns2,
   // The network namespace made beside the mounts (runtime/child/netns_helper.h).
   kCreateNetns,
+  // `run`: the sandbox's own sysctls and rlimits (detail: which one).
+  kSelfLimits,
 };
 
 // Which part of joining --pidns failed (SetupFailure::detail of Phase::kJoinPidns).
