@@ -66,10 +66,10 @@ constexpr Group kGroups[] = {
     {{"kexec", "loading a new kernel"}, EPERM, kKexec},
     {{"modules", "loading and unloading kernel modules"}, EPERM, kModules},
     {{"vsock", "vsock sockets, which ignore network namespaces"}, EAFNOSUPPORT, kVsock},
-    {{"ptrace", "tracing and reading the memory of other processes"}, EPERM, kPtrace},
     {{"nested-userns", "new user namespaces (--allow-nested-userns relaxes it)"},
      EPERM,
      kNestedUserns},
+    {{"ptrace", "tracing and reading the memory of other processes"}, EPERM, kPtrace},
 };
 constexpr size_t kGroupCount = sizeof(kGroups) / sizeof(kGroups[0]);
 
@@ -139,16 +139,14 @@ base::Result<BpfProgram> ExportBpf(scmp_filter_ctx ctx) {
   return program;
 }
 
-std::string DescribeRules(const Group& group) {
+// The rules that return the group's errno, or with `own_errno` those with their own.
+std::string DescribeRules(const Group& group, bool own_errno = false) {
   std::string out;
   for (const Rule& rule : group.rules) {
+    if ((rule.err != 0) != own_errno) continue;
     if (!out.empty()) out += ", ";
     out += rule.syscall;
     if (rule.arg_label != nullptr) out += std::string("(") + rule.arg_label + ")";
-    if (rule.err != 0) {
-      const char* name = strerrorname_np(rule.err);
-      out += std::string(" -> ") + (name != nullptr ? name : "error");
-    }
   }
   return out;
 }
@@ -203,6 +201,11 @@ base::Result<std::vector<std::string>> DescribeSeccompPolicy(const SeccompPolicy
       const char* err_name = strerrorname_np(group.err);
       line += DescribeRules(group) + " -> " + (err_name != nullptr ? err_name : "error");
       if (group.rules[0].arg_label != nullptr) line += " (argument compared on 32 bits)";
+      for (const Rule& rule : group.rules) {
+        if (rule.err == 0) continue;
+        const char* own = strerrorname_np(rule.err);
+        line += std::string("; ") + rule.syscall + " -> " + (own != nullptr ? own : "error");
+      }
     }
     lines.push_back(std::move(line));
   }

@@ -1,0 +1,177 @@
+// The limits every `run` sandbox gets (dispatch/limits.h): tmpfs sizes and inode counts,
+// the process limit, the sandbox's own inotify limit, no nested user namespaces unless
+// asked, no core dumps; and the memory limit where a cgroup can be used. The probe that
+// runs inside is limits_probe.cc.
+#include <sys/inotify.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "integration/run/run_support.h"
+
+namespace sbx::integration::run {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string LimitsProbePath() {
+  std::string netclient = NetClientPath();
+  return netclient.substr(0, netclient.rfind('/') + 1) + "run_limits_probe";
+}
+
+long long Number(const Report& report, const std::string& key) {
+  return std::atoll(Get(report, key).c_str());
+}
+
+class RunLimitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string missing = MissingPrerequisite({"sh", "unshare"});
+    if (missing.empty() && access(LimitsProbePath().c_str(), X_OK) != 0) {
+      missing = LimitsProbePath() + " is not executable by this user";
+    }
+    if (!missing.empty()) GTEST_SKIP() << missing;
+    HandToSandboxUser(work_.path());
+    HandToSandboxUser(out_.path());
+  }
+  [[nodiscard]] Args Options(const Args& extra = {}) const {
+    Args options = {"--workspace", work_.path(), "--out", out_.path(), "--ro", LimitsProbePath()};
+    options.insert(options.end(), extra.begin(), extra.end());
+    return options;
+  }
+  [[nodiscard]] Args Probe(const Args& args) const {
+    Args command = {LimitsProbePath()};
+    command.insert(command.end(), args.begin(), args.end());
+    return command;
+  }
+  static bool Native() { return Backend() == "native"; }
+
+  TempDir work_, out_;
+};
+
+TEST_F(RunLimitsTest, FillingTmpOrTheHomeStopsAtTheTmpfsSize) {
+  for (const std::string path : {"/tmp/big", "/home/ateam-sandbox/big"}) {
+    RunResult res = RunAteam(Options({"--tmpfs-size", "8m"}), Probe({"write", path, "32"}));
+    ASSERT_EQ(res.exit_code, 0) << Describe(res);
+    Report report = ParseReport(res.out);
+    EXPECT_EQ(Get(report, "errno"), "ENOSPC") << path << ": " << res.out;
+    EXPECT_LE(Number(report, "bytes"), 8LL << 20) << path;
+    EXPECT_GE(Number(report, "bytes"), 4LL << 20) << path;
+  }
+}
+
+TEST_F(RunLimitsTest, TmpfsInodeCountIsBounded) {
+  if (!Native())
+    GTEST_SKIP() << "bwrap has no option for a tmpfs's nr_inodes (docs/bwrap-compat.md)";
+  // 16 MiB: one inode per 16 KiB, at least 1024.
+  RunResult res = RunAteam(Options({"--tmpfs-size", "16m"}), Probe({"files", "/tmp", "5000"}));
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  Report report = ParseReport(res.out);
+  EXPECT_EQ(Get(report, "errno"), "ENOSPC") << res.out;
+  EXPECT_LT(Number(report, "files"), 1024);
+  EXPECT_GT(Number(report, "files"), 1000);
+}
+
+TEST_F(RunLimitsTest, DevAndTheTunnelDirectoryAreTiny) {
+  if (!Native()) GTEST_SKIP() << "bwrap has no option for the size of --dev (docs/bwrap-compat.md)";
+  for (const std::string path : {"/dev/big", "/run/ateam-tunnel/big"}) {
+    RunResult res = RunAteam(Options(), Probe({"write", path, "4"}));
+    ASSERT_EQ(res.exit_code, 0) << Describe(res);
+    Report report = ParseReport(res.out);
+    EXPECT_EQ(Get(report, "errno"), "ENOSPC") << path << ": " << res.out;
+    EXPECT_LE(Number(report, "bytes"), 64LL << 10) << path;
+  }
+  // /dev/shm is a tmpfs of its own, large enough for POSIX shared memory.
+  RunResult res = RunAteam(Options(), Probe({"write", "/dev/shm/big", "8"}));
+  EXPECT_EQ(Get(ParseReport(res.out), "errno"), "none") << Describe(res);
+}
+
+// A bounded fork bomb: the probe forks until the kernel refuses. Meanwhile this caller can
+// still start 100 processes of its own.
+TEST_F(RunLimitsTest, ForkBombEndsAtThePidLimitAndTheHostStillForks) {
+  if (!Native()) {
+    GTEST_SKIP() << "the bwrap backend has no RLIMIT_NPROC of the sandbox's own; its process "
+                    "limit is the cgroup's (docs/bwrap-compat.md)";
+  }
+  std::string release = out_.Sub("release");
+  Process run =
+      Process::Start(RunArgv(Options({"--pids", "64"}), Probe({"forks", "1000", release})));
+  ASSERT_TRUE(run.WaitForOutput("ready", milliseconds(60000))) << run.out();
+  Report report = ParseReport(run.out());
+  EXPECT_EQ(Get(report, "errno"), "EAGAIN") << run.out();
+  EXPECT_LT(Number(report, "forks"), 64);
+  EXPECT_GT(Number(report, "forks"), 32);
+  // The sandbox holds its whole allowance now: the host is not short of processes.
+  std::vector<pid_t> children;
+  for (int i = 0; i < 100; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      pause();
+      _exit(0);
+    }
+    if (pid > 0) children.push_back(pid);
+  }
+  EXPECT_EQ(children.size(), 100U);
+  for (pid_t pid : children) kill(pid, SIGKILL);
+  for (pid_t pid : children) waitpid(pid, nullptr, 0);
+  WriteFile(release, "go");
+  RunResult res = run.Wait(milliseconds(30000));
+  EXPECT_EQ(res.exit_code, 0) << Describe(res);
+}
+
+// The sandbox's user namespace has its own inotify limit (64 instances): the agent cannot
+// take the caller's (the kernel charges them to the namespace's creator too).
+TEST_F(RunLimitsTest, InotifyInstancesStopAtTheSandboxLimit) {
+  if (!Native()) {
+    GTEST_SKIP() << "bwrap cannot set the sandbox's user-namespace sysctls (docs/bwrap-compat.md)";
+  }
+  std::string release = out_.Sub("release");
+  Process run = Process::Start(RunArgv(Options(), Probe({"inotify", "200", release})));
+  ASSERT_TRUE(run.WaitForOutput("ready", milliseconds(60000))) << run.out();
+  Report report = ParseReport(run.out());
+  EXPECT_EQ(Get(report, "errno"), "EMFILE") << run.out();
+  EXPECT_EQ(Number(report, "inotify"), 64);
+  // While the sandbox holds all it may, this caller still gets an instance of its own.
+  int fd = inotify_init1(IN_CLOEXEC);
+  EXPECT_GE(fd, 0) << "the caller's inotify instances are used up";
+  if (fd >= 0) close(fd);
+  WriteFile(release, "go");
+  RunResult res = run.Wait(milliseconds(30000));
+  EXPECT_EQ(res.exit_code, 0) << Describe(res);
+}
+
+TEST_F(RunLimitsTest, NestedUserNamespacesOnlyWithTheFlag) {
+  RunResult denied = RunAteam(Options(), {"unshare", "-U", "true"});
+  EXPECT_NE(denied.exit_code, 0) << Describe(denied);
+  EXPECT_NE(denied.err.find("Operation not permitted"), std::string::npos) << Describe(denied);
+  RunResult allowed = RunAteam(Options({"--allow-nested-userns"}), {"unshare", "-U", "true"});
+  EXPECT_EQ(allowed.exit_code, 0) << Describe(allowed);
+  // A nested sandbox of the agent's own: root in its namespace, and one more level below.
+  allowed = RunAteam(Options({"--allow-nested-userns"}),
+                     {"unshare", "-Ur", "sh", "-c", "id -u && unshare -U true && echo nested"});
+  EXPECT_EQ(allowed.out, "0\nnested\n") << Describe(allowed);
+  if (Native()) {
+    RunResult value = RunAteam(Options(), {"cat", "/proc/sys/user/max_user_namespaces"});
+    EXPECT_EQ(value.out, "0\n") << Describe(value);
+    value =
+        RunAteam(Options({"--allow-nested-userns"}), {"cat", "/proc/sys/user/max_user_namespaces"});
+    EXPECT_EQ(value.out, "16\n") << Describe(value);
+  }
+}
+
+TEST_F(RunLimitsTest, NoCoreDumpsAndABoundedFileLimit) {
+  RunResult res = RunAteam(Options(), {"sh", "-c", "ulimit -c; ulimit -H -n"});
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  std::vector<std::string> lines = Words(res.out);
+  ASSERT_EQ(lines.size(), 2U) << res.out;
+  EXPECT_EQ(lines[0], "0");
+  EXPECT_LE(std::atoll(lines[1].c_str()), 65536);
+}
+
+}  // namespace
+}  // namespace sbx::integration::run
