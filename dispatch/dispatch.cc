@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "base/syscalls.h"
+#include "dispatch/cgroup.h"
 #include "dispatch/layout.h"
 #include "dispatch/limits.h"
 #include "dispatch/prepare.h"
@@ -71,6 +72,15 @@ class SandboxProcess {
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      // Into the dispatch's cgroups before anything else runs, and while still the caller
+      // (a cgroup v1 is root's to write): "0" moves the writer itself.
+      for (int fd : plan.cgroup_procs_fds) {
+        if (::write(fd, "0", 1) != 1) {
+          fmt::print(stderr, "ateam-sandbox run: can't enter the dispatch's cgroup: {}\n",
+                     std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
+          ::_exit(kRuntimeFailureExit);
+        }
+      }
       // bwrap cannot map the sandbox onto another host uid, so for a root caller it runs
       // as the run-as user itself: the sandbox is then that user, never host root.
       if (plan.userns && plan.userns->written_by_parent &&
@@ -229,8 +239,24 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
       }
     }
   }
+  // Before the janitor, which removes it too after a SIGKILL of `run`.
+  std::optional<DispatchCgroup> cgroup;
+  std::string cgroup_missing = "not created in a dry run";
+  if (!request.dry_run) {
+    auto made = DispatchCgroup::Create(result->id, {limits->memory, limits->pids, limits->cpus});
+    if (made) {
+      cgroup.emplace(std::move(*made));
+    } else {
+      cgroup_missing = made.error().Render();
+      fmt::print(stderr,
+                 "ateam-sandbox run: no cgroup for this dispatch ({}): memory and cpu are not "
+                 "limited; `ateam-sandbox doctor` says how to delegate one\n",
+                 cgroup_missing);
+    }
+  }
   // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h).
-  auto janitor = StateDirJanitor::Start(&*state_dir);
+  auto janitor =
+      StateDirJanitor::Start(&*state_dir, cgroup ? cgroup->dirs() : std::vector<std::string>{});
   if (!janitor) return janitor.error();
   // A relay that writes to a connection the agent already closed must get EPIPE, not die;
   // it is also what lets the relays splice (relay/flow.h).
@@ -262,7 +288,9 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   // bwrap cannot write the sandbox's sysctls; its own --disable-userns is the second layer
   // behind the seccomp rule there.
   if (bwrap_backend && !limits->nested_userns) spec->disable_userns = true;
-  LimitsReport report = ReportLimits(*limits, bwrap_backend, "", "not implemented yet");
+  if (cgroup) spec->cgroup_procs_fds = cgroup->ProcsFds();
+  LimitsReport report =
+      ReportLimits(*limits, bwrap_backend, cgroup ? cgroup->Describe() : "", cgroup_missing);
   result->limits_json = RenderLimitsJson(*limits, report);
   auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
@@ -283,6 +311,16 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   result->setup_ms = MsSince(start);
   LoopOutcome outcome = ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds);
   RecordExit(sandbox->Reap(), outcome, result);
+  if (cgroup) {
+    if (result->exit_code == 128 + SIGKILL && cgroup->OomKills() > 0) {
+      result->reason = "oom";
+      result->error = fmt::format(
+          "out of memory: the sandbox reached --memory {} bytes and the "
+          "kernel killed it",
+          limits->memory);
+    }
+    cgroup->Remove();
+  }
   return {};
 }
 

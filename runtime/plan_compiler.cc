@@ -186,6 +186,7 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   plan.stdout_tty = host.stdout_tty;
   plan.close_inherited_fds = spec.close_inherited_fds;
   plan.self_limits = spec.self_limits;
+  plan.cgroup_procs_fds = spec.cgroup_procs_fds;
   PlanCommand(spec, host, &plan);
   return plan;
 }

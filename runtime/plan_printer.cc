@@ -142,6 +142,10 @@ std::string PrintPlan(const Plan& plan) {
   for (const auto& sysctl : plan.self_limits.sysctls) {
     line(fmt::format("sysctl in the sandbox's user namespace: {} = {}", sysctl.name, sysctl.value));
   }
+  if (!plan.cgroup_procs_fds.empty()) {
+    line(fmt::format("cgroups: the monitor moves the sandbox into {} before releasing it",
+                     plan.cgroup_procs_fds.size()));
+  }
   for (const auto& limit : plan.self_limits.rlimits) {
     line(fmt::format("rlimit: {} at most {}", RlimitName(limit.resource), limit.value));
   }

@@ -171,6 +171,9 @@ struct SandboxSpec {
   bool close_inherited_fds = false;
 
   SelfLimits self_limits;  // `run` only
+  // `run` only: open cgroup.procs files (borrowed, close-on-exec) the monitor writes the
+  // sandbox's first process into before it releases it, so nothing runs outside them.
+  std::vector<int> cgroup_procs_fds;
 
   std::optional<std::string> argv0;
   std::vector<std::string> command;  // command[0] is looked up in env's PATH

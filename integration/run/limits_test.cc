@@ -2,6 +2,7 @@
 // the process limit, the sandbox's own inotify limit, no nested user namespaces unless
 // asked, no core dumps; and the memory limit where a cgroup can be used. The probe that
 // runs inside is limits_probe.cc.
+#include <signal.h>
 #include <sys/inotify.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "integration/run/run_support.h"
@@ -50,6 +52,13 @@ class RunLimitsTest : public ::testing::Test {
     return command;
   }
   static bool Native() { return Backend() == "native"; }
+  // Why no cgroup can be used for this caller here (run's one stderr line), or "".
+  [[nodiscard]] std::string NoCgroupReason() const {
+    RunResult res = RunAteam(Options(), {"true"});
+    auto at = res.err.find("no cgroup for this dispatch");
+    if (at == std::string::npos) return "";
+    return res.err.substr(at, res.err.find('\n', at) - at);
+  }
 
   TempDir work_, out_;
 };
@@ -95,8 +104,10 @@ TEST_F(RunLimitsTest, DevAndTheTunnelDirectoryAreTiny) {
 // still start 100 processes of its own.
 TEST_F(RunLimitsTest, ForkBombEndsAtThePidLimitAndTheHostStillForks) {
   if (!Native()) {
-    GTEST_SKIP() << "the bwrap backend has no RLIMIT_NPROC of the sandbox's own; its process "
-                    "limit is the cgroup's (docs/bwrap-compat.md)";
+    std::string reason = NoCgroupReason();
+    if (!reason.empty()) {
+      GTEST_SKIP() << "the bwrap backend's process limit is the cgroup's, and here: " << reason;
+    }
   }
   std::string release = out_.Sub("release");
   Process run =
@@ -161,6 +172,68 @@ TEST_F(RunLimitsTest, NestedUserNamespacesOnlyWithTheFlag) {
     value =
         RunAteam(Options({"--allow-nested-userns"}), {"cat", "/proc/sys/user/max_user_namespaces"});
     EXPECT_EQ(value.out, "16\n") << Describe(value);
+  }
+}
+
+// The memory limit needs a cgroup: where this caller cannot have one, the test says why.
+TEST_F(RunLimitsTest, AllocatingPastTheMemoryLimitEndsWithOom) {
+  std::string reason = NoCgroupReason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  TempDir state;
+  std::string status = state.Sub("status.json");
+  RunResult res =
+      RunAteam(Options({"--memory", "64m", "--status-json", status}), Probe({"alloc", "512"}));
+  EXPECT_EQ(res.exit_code, 137) << Describe(res);
+  EXPECT_EQ(res.out.find("allocated: 512"), std::string::npos) << res.out;
+  EXPECT_NE(res.err.find("out of memory"), std::string::npos) << Describe(res);
+  std::string json = ReadFile(status).value_or("");
+  EXPECT_NE(json.find("\"reason\": \"oom\""), std::string::npos) << json;
+  // Below the limit the same allocation works.
+  res = RunAteam(Options({"--memory", "512m"}), Probe({"alloc", "128"}));
+  EXPECT_EQ(Get(ParseReport(res.out), "allocated"), "128") << Describe(res);
+}
+
+// The dispatch's cgroups go with it, also when `run` itself is SIGKILLed (the janitor).
+TEST_F(RunLimitsTest, TheCgroupIsRemovedEvenAfterASigkilledRun) {
+  std::string reason = NoCgroupReason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  TempDir state;
+  std::string release = out_.Sub("release");
+  Process run = Process::Start(RunArgv(Options({"--status-json", state.Sub("status.json")}),
+                                       Probe({"forks", "4", release})));
+  ASSERT_TRUE(run.WaitForOutput("ready", milliseconds(60000))) << run.out();
+  // The probe's own cgroup, as /proc shows it from the host.
+  std::vector<int> probes = ProcessesMatching(LimitsProbePath() + " forks 4 " + release);
+  ASSERT_FALSE(probes.empty());
+  std::string cgroups;  // `run` matches too (the command is on its command line)
+  for (int pid : probes) {
+    std::string text = ReadFile("/proc/" + std::to_string(pid) + "/cgroup").value_or("");
+    if (text.find("ateam-sandbox-") != std::string::npos) cgroups = text;
+  }
+  std::vector<std::string> dirs;
+  for (const auto& line : Words(cgroups)) {
+    auto at = line.find("ateam-sandbox-");
+    if (at == std::string::npos) continue;
+    auto colon = line.find(':', line.find(':') + 1);
+    std::string controller = line.substr(line.find(':') + 1, colon - line.find(':') - 1);
+    std::string path = line.substr(colon + 1);
+    dirs.push_back(controller.empty() ? path : controller + ":" + path);
+  }
+  ASSERT_FALSE(dirs.empty()) << cgroups;
+  ASSERT_EQ(kill(run.pid(), SIGKILL), 0);
+  run.Wait(milliseconds(5000));
+  // Each cgroup directory the sandbox was in, named by the host's mounts.
+  for (const auto& dir : dirs) {
+    std::string controller = dir.substr(0, dir.find(':'));
+    std::string path = dir.substr(dir.find(':') + 1);
+    std::string host =
+        controller == dir ? "/sys/fs/cgroup" + dir : "/sys/fs/cgroup/" + controller + path;
+    bool gone = false;
+    for (int i = 0; i < 300 && !gone; ++i) {
+      gone = access(host.c_str(), F_OK) != 0;
+      if (!gone) std::this_thread::sleep_for(milliseconds(50));
+    }
+    EXPECT_TRUE(gone) << host << " left behind";
   }
 }
 
