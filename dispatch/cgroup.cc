@@ -103,6 +103,44 @@ std::string CpuQuota(double cpus) {
   return fmt::format("{}", static_cast<uint64_t>(cpus * static_cast<double>(kCpuPeriodUs)));
 }
 
+// The caller's v2 cgroup directory when it can hold the dispatch's cgroup, or why not.
+base::Result<std::string> UsableV2Parent(const OwnCgroups& own) {
+  std::string unified_root;
+  if (IsFsType(kCgroupRoot, CGROUP2_SUPER_MAGIC)) {
+    unified_root = kCgroupRoot;
+  } else if (IsFsType(std::string(kCgroupRoot) + "/unified", CGROUP2_SUPER_MAGIC)) {
+    unified_root = std::string(kCgroupRoot) + "/unified";
+  }
+  if (unified_root.empty() || !own.unified) return base::Error::Message("no cgroup v2");
+  const std::string parent = Join(unified_root, *own.unified);
+  const std::string available = ReadText(parent + "/cgroup.controllers");
+  if (!HasWord(available, "memory") || !HasWord(available, "pids")) {
+    return base::Error::Message(
+        fmt::format("cgroup v2 {} offers no memory or pids controller", parent));
+  }
+  if (::access(parent.c_str(), W_OK) != 0 ||
+      ::access((parent + "/cgroup.procs").c_str(), W_OK) != 0) {
+    return base::Error::Message(
+        fmt::format("cgroup v2 {} is not delegated to this caller", parent));
+  }
+  return parent;
+}
+
+// The v1 directories (memory, pids) a root caller's dispatch cgroups go under, or why not.
+base::Result<std::vector<std::string>> UsableV1Parents(const OwnCgroups& own) {
+  if (::geteuid() != 0) return base::Error::Message("cgroup v1 needs a root caller");
+  std::vector<std::string> parents;
+  for (const char* controller : {"memory", "pids"}) {
+    const std::string mount = std::string(kCgroupRoot) + "/" + controller;
+    auto path = own.v1.find(controller);
+    if (path == own.v1.end() || !IsFsType(mount, CGROUP_SUPER_MAGIC)) {
+      return base::Error::Message(fmt::format("no cgroup v1 {} controller", controller));
+    }
+    parents.push_back(Join(mount, path->second));
+  }
+  return parents;
+}
+
 }  // namespace
 
 void RemoveCgroupDirs(const std::vector<std::string>& dirs, int seconds) {
@@ -118,35 +156,30 @@ void RemoveCgroupDirs(const std::vector<std::string>& dirs, int seconds) {
   }
 }
 
+base::Result<std::string> DispatchCgroup::Probe() {
+  const OwnCgroups own = ReadOwnCgroups();
+  auto v2 = UsableV2Parent(own);
+  if (v2) return "v2 under " + *v2 + " (its other processes must move out first)";
+  auto v1 = UsableV1Parents(own);
+  if (v1) return fmt::format("v1 under {}", fmt::join(*v1, ", "));
+  return base::Error::Message(v2.error().Render() + "; " + v1.error().Render());
+}
+
 base::Result<DispatchCgroup> DispatchCgroup::Create(const std::string& id,
                                                     const CgroupLimits& limits) {
   const OwnCgroups own = ReadOwnCgroups();
   const std::string name = "ateam-sandbox-" + id;
   std::string why_not_v2;
-  std::string unified_root;
-  if (IsFsType(kCgroupRoot, CGROUP2_SUPER_MAGIC)) {
-    unified_root = kCgroupRoot;
-  } else if (IsFsType(std::string(kCgroupRoot) + "/unified", CGROUP2_SUPER_MAGIC)) {
-    unified_root = std::string(kCgroupRoot) + "/unified";
-  }
-  if (unified_root.empty() || !own.unified) {
-    why_not_v2 = "no cgroup v2";
+  if (auto parent = UsableV2Parent(own); !parent) {
+    why_not_v2 = parent.error().Render();
   } else {
-    const std::string parent = Join(unified_root, *own.unified);
-    const std::string available = ReadText(parent + "/cgroup.controllers");
-    if (!HasWord(available, "memory") || !HasWord(available, "pids")) {
-      why_not_v2 = fmt::format("cgroup v2 {} offers no memory or pids controller", parent);
-    } else if (::access(parent.c_str(), W_OK) != 0 ||
-               ::access((parent + "/cgroup.procs").c_str(), W_OK) != 0) {
-      why_not_v2 = fmt::format("cgroup v2 {} is not delegated to this caller", parent);
-    } else {
-      auto cgroup = CreateV2(parent, name, limits, HasWord(available, "cpu"));
-      if (cgroup) return cgroup;
-      why_not_v2 = cgroup.error().Render();
-    }
+    bool cpu = HasWord(ReadText(*parent + "/cgroup.controllers"), "cpu");
+    auto cgroup = CreateV2(*parent, name, limits, cpu);
+    if (cgroup) return cgroup;
+    why_not_v2 = cgroup.error().Render();
   }
-  if (::geteuid() != 0) {
-    return base::Error::Message(why_not_v2 + "; cgroup v1 needs a root caller");
+  if (auto parents = UsableV1Parents(own); !parents) {
+    return base::Error::Message(why_not_v2 + "; " + parents.error().Render());
   }
   auto cgroup = CreateV1(own.v1, name, limits);
   if (cgroup) return cgroup;

@@ -36,6 +36,9 @@ class DispatchCgroup {
  public:
   // Creates and configures the cgroup. The error says why none can be used here.
   static base::Result<DispatchCgroup> Create(const std::string& id, const CgroupLimits& limits);
+  // Without creating anything: where Create would make the cgroup for this caller
+  // ("v2 under PATH", "v1 under PATH, PATH"), or why it cannot (for `doctor`).
+  static base::Result<std::string> Probe();
 
   DispatchCgroup(DispatchCgroup&&) = default;
   DispatchCgroup& operator=(DispatchCgroup&&) = default;
