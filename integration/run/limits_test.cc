@@ -237,6 +237,30 @@ TEST_F(RunLimitsTest, TheCgroupIsRemovedEvenAfterASigkilledRun) {
   }
 }
 
+// What an agent's own sandbox does (Claude Code's Bash tool runs bwrap): only with the flag.
+TEST_F(RunLimitsTest, AnAgentsOwnBwrapNeedsTheFlag) {
+  if (access("/usr/bin/bwrap", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/bwrap";
+  const Args bwrap = {"/usr/bin/bwrap",
+                      "--ro-bind",
+                      "/",
+                      "/",
+                      "--dev",
+                      "/dev",
+                      "--proc",
+                      "/proc",
+                      "--unshare-all",
+                      "--die-with-parent",
+                      "--",
+                      "sh",
+                      "-c",
+                      "echo inner-sandbox"};
+  RunResult denied = RunAteam(Options(), bwrap);
+  EXPECT_NE(denied.exit_code, 0) << Describe(denied);
+  RunResult allowed = RunAteam(Options({"--allow-nested-userns"}), bwrap);
+  EXPECT_EQ(allowed.exit_code, 0) << Describe(allowed);
+  EXPECT_EQ(allowed.out, "inner-sandbox\n") << Describe(allowed);
+}
+
 TEST_F(RunLimitsTest, NoCoreDumpsAndABoundedFileLimit) {
   RunResult res = RunAteam(Options(), {"sh", "-c", "ulimit -c; ulimit -H -n"});
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
