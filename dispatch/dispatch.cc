@@ -241,8 +241,13 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   }
   // Before the janitor, which removes it too after a SIGKILL of `run`.
   std::optional<DispatchCgroup> cgroup;
-  std::string cgroup_missing = "not created in a dry run";
-  if (!request.dry_run) {
+  std::string cgroup_missing;
+  std::string cgroup_planned;  // a dry run creates none: where it would go
+  if (request.dry_run) {
+    auto where = DispatchCgroup::Probe();
+    if (where) cgroup_planned = "(dry run: none made) " + *where;
+    if (!where) cgroup_missing = where.error().Render();
+  } else {
     auto made = DispatchCgroup::Create(result->id, {limits->memory, limits->pids, limits->cpus});
     if (made) {
       cgroup.emplace(std::move(*made));
@@ -254,7 +259,8 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
                  cgroup_missing);
     }
   }
-  // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h).
+  // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h), but
+  // for the cgroup's cgroup.procs files, which keep nothing alive.
   auto janitor =
       StateDirJanitor::Start(&*state_dir, cgroup ? cgroup->dirs() : std::vector<std::string>{});
   if (!janitor) return janitor.error();
@@ -289,8 +295,8 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   // behind the seccomp rule there.
   if (bwrap_backend && !limits->nested_userns) spec->disable_userns = true;
   if (cgroup) spec->cgroup_procs_fds = cgroup->ProcsFds();
-  LimitsReport report =
-      ReportLimits(*limits, bwrap_backend, cgroup ? cgroup->Describe() : "", cgroup_missing);
+  LimitsReport report = ReportLimits(*limits, bwrap_backend,
+                                     cgroup ? cgroup->Describe() : cgroup_planned, cgroup_missing);
   result->limits_json = RenderLimitsJson(*limits, report);
   auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
