@@ -42,6 +42,17 @@ TEST(SelfLimitsPlanTest, ThePlanCarriesAndPrintsThem) {
   }
 }
 
+// Without a user namespace of the sandbox's own, the sysctls would be the host's.
+TEST(SelfLimitsPlanTest, SysctlsNeedAUserNamespace) {
+  SandboxSpec spec = SpecWithLimits();
+  spec.unshare_user_try = false;
+  auto plan = CompilePlan(spec, fixtures::RootHost());
+  ASSERT_FALSE(plan);
+  EXPECT_NE(plan.error().Render().find("need a user namespace"), std::string::npos);
+  spec.unshare_user = true;
+  EXPECT_TRUE(CompilePlan(spec, fixtures::RootHost()));
+}
+
 TEST(SelfLimitsPlanTest, APlanWithoutThemPrintsAsBefore) {
   std::string text = PrintPlan(Compile(TypicalSpec(), UserHost()));
   EXPECT_EQ(text.find("sysctl"), std::string::npos) << text;
