@@ -267,6 +267,26 @@ TEST_F(RunLimitsTest, AnAgentsOwnBwrapNeedsTheFlag) {
   EXPECT_EQ(allowed.out, "inner-sandbox\n") << Describe(allowed);
 }
 
+// The status document and the dry run say what this dispatch enforced and what not.
+TEST_F(RunLimitsTest, StatusAndDryRunSayWhatIsEnforced) {
+  TempDir state;
+  std::string status = state.Sub("status.json");
+  RunResult res = RunAteam(Options({"--status-json", status, "--pids", "300"}), {"true"});
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  std::string json = ReadFile(status).value_or("");
+  EXPECT_NE(json.find("\"limits\": {\"tmpfs_size\": 2147483648"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"pids\": 300"), std::string::npos) << json;
+  EXPECT_NE(json.find("nested user namespaces: denied"), std::string::npos) << json;
+  bool cgroup = NoCgroupReason().empty();
+  EXPECT_EQ(json.find("\"cgroup v") != std::string::npos, cgroup) << json;
+  if (!Native()) {
+    EXPECT_NE(json.find("bwrap cannot set them"), std::string::npos) << json;
+  }
+  RunResult dry = RunAteam(Options({"--dry-run"}), {"true"});
+  EXPECT_NE(dry.out.find("limit: tmpfs: home and /tmp 2 GiB each"), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("rlimit: nproc at most 4096"), std::string::npos) << dry.out;
+}
+
 TEST_F(RunLimitsTest, NoCoreDumpsAndABoundedFileLimit) {
   RunResult res = RunAteam(Options(), {"sh", "-c", "ulimit -c; ulimit -H -n"});
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
