@@ -2,11 +2,13 @@
 
 #include <grp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -16,10 +18,12 @@
 #include <fmt/format.h>
 
 #include "base/syscalls.h"
+#include "dispatch/cgroup.h"
 #include "dispatch/git_guard.h"
 #include "dispatch/harvest.h"
 #include "dispatch/landlock_plan.h"
 #include "dispatch/layout.h"
+#include "dispatch/limits.h"
 #include "dispatch/prepare.h"
 #include "dispatch/request_checks.h"
 #include "dispatch/state_janitor.h"
@@ -72,6 +76,15 @@ class SandboxProcess {
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      // Into the dispatch's cgroups before anything else runs, and while still the caller
+      // (a cgroup v1 is root's to write): "0" moves the writer itself.
+      for (int fd : plan.cgroup_procs_fds) {
+        if (::write(fd, "0", 1) != 1) {
+          fmt::print(stderr, "ateam-sandbox run: can't enter the dispatch's cgroup: {}\n",
+                     std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
+          ::_exit(kRuntimeFailureExit);
+        }
+      }
       // bwrap cannot map the sandbox onto another host uid, so for a root caller it runs
       // as the run-as user itself: the sandbox is then that user, never host root.
       if (plan.userns && plan.userns->written_by_parent &&
@@ -81,6 +94,16 @@ class SandboxProcess {
         fmt::print(stderr, "ateam-sandbox run: can't switch to uid {}: {}\n", plan.sandbox_uid,
                    std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
         ::_exit(kRuntimeFailureExit);
+      }
+      // The rlimits that hold across bwrap's exec and mean the same there (RLIMIT_NPROC
+      // would count the caller's processes outside the sandbox too).
+      for (const auto& limit : plan.self_limits.rlimits) {
+        if (limit.resource == RLIMIT_NPROC) continue;
+        rlimit current{};
+        if (::getrlimit(static_cast<__rlimit_resource>(limit.resource), &current) != 0) continue;
+        rlimit lowered{std::min<rlim_t>(current.rlim_cur, limit.value),
+                       std::min<rlim_t>(current.rlim_max, limit.value)};
+        (void)::setrlimit(static_cast<__rlimit_resource>(limit.resource), &lowered);
       }
       auto st = runtime::ExecBwrap(plan, request.bwrap_path);
       fmt::print(stderr, "ateam-sandbox run: {}\n", st.error().Render());
@@ -195,7 +218,11 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   std::vector<std::string> host_env = CurrentEnvironment();
   auto agent = FindAgentInstall(request, host_env);
   if (!agent) return agent.error();
-  auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = request.seccomp_allow});
+  auto limits = ResolveLimits(request);
+  if (!limits) return limits.error();
+  std::vector<std::string> relaxed = request.seccomp_allow;
+  if (limits->nested_userns) relaxed.emplace_back("nested-userns");
+  auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = relaxed});
   if (!seccomp) return seccomp.error();
   auto dirs = PrepareDispatchDirs(request, result->id, *run_as);
   if (!dirs) return dirs.error();
@@ -222,8 +249,30 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
       }
     }
   }
-  // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h).
-  auto janitor = StateDirJanitor::Start(&*state_dir);
+  // Before the janitor, which removes it too after a SIGKILL of `run`.
+  std::optional<DispatchCgroup> cgroup;
+  std::string cgroup_missing;
+  std::string cgroup_planned;  // a dry run creates none: where it would go
+  if (request.dry_run) {
+    auto where = DispatchCgroup::Probe();
+    if (where) cgroup_planned = "(dry run: none made) " + *where;
+    if (!where) cgroup_missing = where.error().Render();
+  } else {
+    auto made = DispatchCgroup::Create(result->id, {limits->memory, limits->pids, limits->cpus});
+    if (made) {
+      cgroup.emplace(std::move(*made));
+    } else {
+      cgroup_missing = made.error().Render();
+      fmt::print(stderr,
+                 "ateam-sandbox run: no cgroup for this dispatch ({}): memory and cpu are not "
+                 "limited; `ateam-sandbox doctor` says how to delegate one\n",
+                 cgroup_missing);
+    }
+  }
+  // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h), but
+  // for the cgroup's cgroup.procs files, which keep nothing alive.
+  auto janitor =
+      StateDirJanitor::Start(&*state_dir, cgroup ? cgroup->dirs() : std::vector<std::string>{});
   if (!janitor) return janitor.error();
   // A relay that writes to a connection the agent already closed must get EPIPE, not die;
   // it is also what lets the relays splice (relay/flow.h).
@@ -272,6 +321,15 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (!spec) return spec.error();
   guard->AddBinds(*spec);
   spec->run_as = *run_as;
+  ApplyLimitsToSpec(*limits, &*spec);
+  const bool bwrap_backend = request.backend == DispatchBackend::kBwrap;
+  // bwrap cannot write the sandbox's sysctls; its own --disable-userns is the second layer
+  // behind the seccomp rule there.
+  if (bwrap_backend && !limits->nested_userns) spec->disable_userns = true;
+  if (cgroup) spec->cgroup_procs_fds = cgroup->ProcsFds();
+  LimitsReport report = ReportLimits(*limits, bwrap_backend,
+                                     cgroup ? cgroup->Describe() : cgroup_planned, cgroup_missing);
+  result->limits_json = RenderLimitsJson(*limits, report);
   auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
   if (request.dry_run) {
@@ -287,6 +345,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
       for (const std::string& line : *seccomp_lines) fmt::print("{}\n", line);
     }
     for (const std::string& line : security::DescribeLandlock(ruleset)) fmt::print("{}\n", line);
+    for (const auto& line : report.enforced) fmt::print("limit: {}\n", line);
+    for (const auto& line : report.not_enforced) fmt::print("limit not enforced: {}\n", line);
     result->reason = "dry-run";
     result->exit_code = 0;
     return {};
@@ -305,6 +365,16 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   result->setup_ms = MsSince(start);
   LoopOutcome outcome = ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds);
   RecordExit(sandbox->Reap(), outcome, result);
+  if (cgroup) {
+    if (result->exit_code == 128 + SIGKILL && cgroup->OomKills() > 0) {
+      result->reason = "oom";
+      result->error = fmt::format(
+          "out of memory: the sandbox reached --memory {} bytes and the "
+          "kernel killed it",
+          limits->memory);
+    }
+    cgroup->Remove();
+  }
   // The sandbox is gone: undo what the agent left in the git metadata, then harvest.
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();

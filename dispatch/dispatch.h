@@ -43,6 +43,7 @@ struct DispatchResult {
   bool workspace_tainted = false;  // the agent changed guarded git metadata
   std::vector<std::string> workspace_taint;  // what it changed, each undone (git_guard.h)
   std::string patch_error;                   // --patch could not be written
+  std::string limits_json = "null";          // dispatch/limits.h RenderLimitsJson
   double setup_ms = 0;
   double total_ms = 0;
 };

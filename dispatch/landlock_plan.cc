@@ -22,6 +22,9 @@ base::Result<security::LandlockPolicy> DispatchLandlockPolicy(const DispatchRequ
           fmt::format("unknown --landlock-allow part \"{}\" (known: fs, net, scope)", part));
     }
   }
+  // A sandbox the agent builds itself writes its uid_map and mounts, and a Landlock domain
+  // that restricts files refuses both: nested user namespaces come without the fs part.
+  if (request.allow_nested_userns) policy.fs = false;
   // /dev/shm is the sandbox's own, like /tmp: POSIX shared memory and semaphores live there.
   policy.writable = {workspace, kSandboxHome, "/tmp", "/dev/shm"};
   if (out != workspace) policy.writable.push_back(out);

@@ -135,6 +135,7 @@ base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& requ
   AddSystemRuntime(spec);
   spec.ops.emplace_back(runtime::ProcOp{"/proc"});
   spec.ops.emplace_back(runtime::DevOp{"/dev"});
+  spec.ops.emplace_back(runtime::TmpfsOp{kShmDir, 01777, std::nullopt});
   spec.ops.emplace_back(runtime::TmpfsOp{"/tmp", 01777, std::nullopt});
   AddHome(spec, request, profile);
   AddTunnel(spec, paths);

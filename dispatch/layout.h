@@ -21,6 +21,7 @@ inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
 // gives another.
 inline constexpr const char* kAgentGitName = "ateam agent";
 inline constexpr const char* kAgentGitEmail = "agent@ateam-sandbox.invalid";
+inline constexpr const char* kShmDir = "/dev/shm";  // its own tmpfs, sized apart from /dev
 
 // Everything resolved on the host before the layout is built.
 struct DispatchHostPaths {

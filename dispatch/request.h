@@ -34,6 +34,11 @@ struct DispatchRequest {
   std::vector<std::string> landlock_allow;  // --landlock-allow fs|net|scope
   std::optional<std::string> run_as;        // root callers: a user name or uid[:gid]
   std::optional<std::string> patch;         // --patch FILE: the agent's work, harvested
+  std::optional<std::string> tmpfs_size;    // --tmpfs-size: home and /tmp, each (dispatch/limits.h)
+  std::optional<std::string> memory;        // --memory
+  std::optional<long long> pids;            // --pids
+  std::optional<double> cpus;               // --cpus
+  bool allow_nested_userns = false;         // --allow-nested-userns
   std::vector<std::string> command;
 };
 

@@ -1,5 +1,7 @@
 #include "dispatch/state_janitor.h"
 
+#include "dispatch/cgroup.h"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +13,8 @@
 namespace sbx::dispatch {
 namespace {
 
-[[noreturn]] void JanitorMain(relay::StateDir* dir, int read_end) {
+[[noreturn]] void JanitorMain(relay::StateDir* dir, const std::vector<std::string>& cgroup_dirs,
+                              int read_end) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_IGN);
   // Not the caller's terminal or pipes: a reader of `run`'s output must see EOF when `run`
   // ends, whatever this process is doing.
@@ -23,19 +26,23 @@ namespace {
   while (::read(read_end, &byte, 1) < 0 && errno == EINTR) {
   }
   (void)dir->Remove();
+  // After a SIGKILL of `run` the sandbox dies with it (its parent-death signal): give its
+  // processes a few seconds to go before the cgroups are removed.
+  RemoveCgroupDirs(cgroup_dirs, 10);
   ::_exit(0);
 }
 
 }  // namespace
 
-base::Result<StateDirJanitor> StateDirJanitor::Start(relay::StateDir* dir) {
+base::Result<StateDirJanitor> StateDirJanitor::Start(relay::StateDir* dir,
+                                                     const std::vector<std::string>& cgroup_dirs) {
   auto pipe = base::MakePipe();
   if (!pipe) return pipe.error();
   pid_t pid = ::fork();
   if (pid < 0) return base::ErrnoError("Can't fork the state directory janitor");
   if (pid == 0) {
     pipe->write_end.reset();
-    JanitorMain(dir, pipe->read_end.get());
+    JanitorMain(dir, cgroup_dirs, pipe->read_end.get());
   }
   return StateDirJanitor(pid, std::move(pipe->write_end));
 }

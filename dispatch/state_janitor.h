@@ -11,6 +11,9 @@
 
 #include <sys/types.h>
 
+#include <string>
+#include <vector>
+
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "relay/state_dir.h"
@@ -20,7 +23,9 @@ namespace sbx::dispatch {
 class StateDirJanitor {
  public:
   // `dir` must outlive the janitor object; the janitor process works on its own copy.
-  static base::Result<StateDirJanitor> Start(relay::StateDir* dir);
+  // `cgroup_dirs` (dispatch/cgroup.h) are removed after it, once their processes are gone.
+  static base::Result<StateDirJanitor> Start(relay::StateDir* dir,
+                                             const std::vector<std::string>& cgroup_dirs = {});
 
   StateDirJanitor(StateDirJanitor&& other) noexcept;
   StateDirJanitor& operator=(StateDirJanitor&&) = delete;

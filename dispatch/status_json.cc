@@ -39,6 +39,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"signal\": {},\n"
       "  \"reason\": {},\n"
       "  \"error\": {},\n"
+      "  \"limits\": {},\n"
       "  \"started_at\": {},\n"
       "  \"landlock\": {{\"abi\": {}, \"enforced\": [{}]}},\n"
       "  \"base_commit\": {},\n"
@@ -49,8 +50,8 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
-      signal, JsonQuote(r.reason), error, JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
-      r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
+      signal, JsonQuote(r.reason), error, r.limits_json, JsonQuote(r.started_at), r.landlock_abi,
+      landlock_parts, r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
       r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);
 }
 

@@ -171,6 +171,15 @@ std::string SeccompMessage(const SetupFailure& f) {
   return WithErrno("Unable to set up system call filtering as requested", f.err);
 }
 
+std::string SelfLimitName(const SelfLimits& limits, uint32_t index) {
+  if (index < limits.sysctls.size()) {
+    return fmt::format("Can't set /proc/sys/{} in the sandbox", limits.sysctls[index].name);
+  }
+  index -= static_cast<uint32_t>(limits.sysctls.size());
+  int resource = index < limits.rlimits.size() ? limits.rlimits[index].resource : -1;
+  return fmt::format("Can't lower resource limit {}", resource);
+}
+
 std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
   switch (static_cast<Phase>(f.step)) {
     case Phase::kWaitForParent:
@@ -242,6 +251,8 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
     case Phase::kCreateNetns:
       // The text clone3 failing on CLONE_NEWNET gets.
       return NamespaceCreationError(f.err).Render();
+    case Phase::kSelfLimits:
+      return WithErrno(SelfLimitName(plan.self_limits, f.detail), f.err);
   }
   return WithErrno(fmt::format("setup step {:#x} failed", f.step), f.err);
 }

@@ -195,6 +195,14 @@ base::Result<std::optional<NamespaceIds>> ReadIdsToPublish(const Plan& plan, pid
 // written from outside, namespace ids, --userns2, the --info-fd/--json-status-fd
 // documents, --userns-block-fd.
 base::Status PrepareRelease(const Plan& plan, pid_t pid) {
+  // First: everything the child does from here on, and every process it makes, is charged
+  // to (and limited by) the dispatch's cgroups.
+  const std::string pid_text = std::to_string(pid);
+  for (int fd : plan.cgroup_procs_fds) {
+    if (::write(fd, pid_text.data(), pid_text.size()) != static_cast<ssize_t>(pid_text.size())) {
+      return base::ErrnoError("Can't move the sandbox into its cgroup");
+    }
+  }
   if (plan.userns && plan.userns->written_by_parent) {
     if (auto st = WriteIdMapsFromParent(pid, *plan.userns); !st) return st.error();
   }
@@ -258,7 +266,8 @@ base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
   // --pidns: the monitor must know the sandbox's pid before it may run; --userns2: the
   // monitor joins it first and a failure there must stop the child before its setup.
   bool parent_first = plan.info_fd || plan.json_status_fd || plan.userns_block_fd || parent_maps ||
-                      plan.joined.pidns_fd || plan.joined.userns2_fd;
+                      plan.joined.pidns_fd || plan.joined.userns2_fd ||
+                      !plan.cgroup_procs_fds.empty();
   if (parent_first) {
     auto p = base::MakePipe();
     if (!p) return p.error();

@@ -109,7 +109,9 @@ struct Plan {
   std::vector<std::string> cwd_candidates;
   bool chdir_is_explicit = false;
 
-  bool close_inherited_fds = false;  // mark every fd above 2 close-on-exec before exec
+  bool close_inherited_fds = false;   // mark every fd above 2 close-on-exec before exec
+  SelfLimits self_limits;             // applied by the child before the capability sets
+  std::vector<int> cgroup_procs_fds;  // the monitor moves the child in before releasing it
 
   std::string exec_file;                  // looked up in PATH of `env` when it has no '/'
   std::vector<std::string> argv;          // argv[0] is --argv0 when given

@@ -148,6 +148,10 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   gid_t default_gid = spec.run_as ? spec.run_as->gid : host.gid;
   plan.sandbox_uid = spec.uid.value_or(default_uid);
   plan.sandbox_gid = spec.gid.value_or(default_gid);
+  // Written in the initial user namespace, the sysctls would be the host's own.
+  if (!spec.self_limits.sysctls.empty() && !userns) {
+    return base::Error::Message("the sandbox's own sysctls need a user namespace of its own");
+  }
   if (userns) plan.userns = PlanUserNamespace(spec, host, plan.sandbox_uid, plan.sandbox_gid);
   plan.joined = PlanJoinedNamespaces(spec, host, plan.sandbox_uid, plan.sandbox_gid);
   for (const auto& op : spec.ops) {
@@ -185,6 +189,8 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
   plan.lock_files = spec.lock_files;
   plan.stdout_tty = host.stdout_tty;
   plan.close_inherited_fds = spec.close_inherited_fds;
+  plan.self_limits = spec.self_limits;
+  plan.cgroup_procs_fds = spec.cgroup_procs_fds;
   PlanCommand(spec, host, &plan);
   return plan;
 }

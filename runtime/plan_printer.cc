@@ -1,6 +1,7 @@
 #include "runtime/plan_printer.h"
 
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,25 @@ namespace {
 
 std::string Mode(const std::optional<mode_t>& perms, mode_t fallback) {
   return fmt::format("{:04o}", perms.value_or(fallback));
+}
+
+std::string Sizes(const std::optional<uint64_t>& size, const std::optional<uint64_t>& inodes) {
+  std::string out = size ? fmt::format(" size={}", *size) : "";
+  if (inodes) out += fmt::format(" nr_inodes={}", *inodes);
+  return out;
+}
+
+std::string RlimitName(int resource) {
+  switch (resource) {
+    case RLIMIT_NPROC:
+      return "nproc";
+    case RLIMIT_NOFILE:
+      return "nofile";
+    case RLIMIT_CORE:
+      return "core";
+    default:
+      return fmt::format("rlimit {}", resource);
+  }
 }
 
 struct Describer {
@@ -25,10 +45,12 @@ struct Describer {
     return fmt::format("remount-ro {}", op.dest);
   }
   std::string operator()(const ProcOp& op) const { return fmt::format("proc {}", op.dest); }
-  std::string operator()(const DevOp& op) const { return fmt::format("dev {}", op.dest); }
+  std::string operator()(const DevOp& op) const {
+    return fmt::format("dev {}{}", op.dest, Sizes(op.size, op.nr_inodes));
+  }
   std::string operator()(const TmpfsOp& op) const {
-    std::string size = op.size ? fmt::format(" size={}", *op.size) : "";
-    return fmt::format("tmpfs {} mode={}{}", op.dest, Mode(op.perms, 0755), size);
+    return fmt::format("tmpfs {} mode={}{}", op.dest, Mode(op.perms, 0755),
+                       Sizes(op.size, op.nr_inodes));
   }
   std::string operator()(const MqueueOp& op) const { return fmt::format("mqueue {}", op.dest); }
   std::string operator()(const DirOp& op) const {
@@ -117,6 +139,16 @@ std::string PrintPlan(const Plan& plan) {
   for (size_t i = 0; i < plan.ops.size(); ++i)
     line(fmt::format("op {}: {}", i, Describe(plan.ops[i])));
   if (plan.configure_loopback) line("loopback: up");
+  for (const auto& sysctl : plan.self_limits.sysctls) {
+    line(fmt::format("sysctl in the sandbox's user namespace: {} = {}", sysctl.name, sysctl.value));
+  }
+  if (!plan.cgroup_procs_fds.empty()) {
+    line(fmt::format("cgroups: the monitor moves the sandbox into {} before releasing it",
+                     plan.cgroup_procs_fds.size()));
+  }
+  for (const auto& limit : plan.self_limits.rlimits) {
+    line(fmt::format("rlimit: {} at most {}", RlimitName(limit.resource), limit.value));
+  }
   for (const auto& text : security::DescribeCapPlan(plan.caps)) line(fmt::format("caps: {}", text));
   line(fmt::format("seccomp programs: {}{}", plan.seccomp_programs.size(),
                    plan.seccomp_fd ? " + one from --seccomp" : ""));

@@ -44,11 +44,16 @@ struct ProcOp {
 };
 struct DevOp {
   std::string dest;
+  // `run` only (bwrap's --dev has no size): the /dev tmpfs's size= and nr_inodes=.
+  std::optional<uint64_t> size = std::nullopt;
+  std::optional<uint64_t> nr_inodes = std::nullopt;
 };
 struct TmpfsOp {
   std::string dest;
   std::optional<mode_t> perms;   // --perms; default 0755
   std::optional<uint64_t> size;  // --size in bytes; default: the kernel's
+  // `run` only (bwrap has no option for it): the tmpfs's nr_inodes=.
+  std::optional<uint64_t> nr_inodes = std::nullopt;
 };
 struct MqueueOp {
   std::string dest;
@@ -89,6 +94,24 @@ struct OverlayOp {
   std::string upper;                       // kReadWrite only (host path)
   std::string work;                        // kReadWrite only (host path)
   std::string dest;
+};
+
+// `run` only (the bwrap face never sets them): limits the sandbox puts on itself, in its
+// own (innermost) user namespace, after setup and before its capabilities are dropped.
+// Per-user-namespace sysctls bound what the sandbox can charge to its creator's kernel
+// quotas (inotify, namespaces); rlimits are inherited by everything the sandbox runs.
+struct SysctlSetting {
+  std::string name;  // under /proc/sys, e.g. "user/max_user_namespaces"
+  uint64_t value = 0;
+};
+struct RlimitCeiling {
+  int resource = 0;    // RLIMIT_*
+  uint64_t value = 0;  // soft and hard limits are lowered to at most this, never raised
+};
+struct SelfLimits {
+  std::vector<SysctlSetting> sysctls;
+  std::vector<RlimitCeiling> rlimits;
+  [[nodiscard]] bool empty() const { return sysctls.empty() && rlimits.empty(); }
 };
 
 using SpecOp = std::variant<BindOp, BindFdOp, RemountRoOp, ProcOp, DevOp, TmpfsOp, MqueueOp, DirOp,
@@ -146,6 +169,11 @@ struct SandboxSpec {
   // `run`: the command gets stdin, stdout and stderr only, nothing else the caller had
   // open (bwrap passes every inherited fd through).
   bool close_inherited_fds = false;
+
+  SelfLimits self_limits;  // `run` only
+  // `run` only: open cgroup.procs files (borrowed, close-on-exec) the monitor writes the
+  // sandbox's first process into before it releases it, so nothing runs outside them.
+  std::vector<int> cgroup_procs_fds;
 
   std::optional<std::string> argv0;
   std::vector<std::string> command;  // command[0] is looked up in env's PATH

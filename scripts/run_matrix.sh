@@ -63,7 +63,7 @@ stage_for_user() {
   install -m 0755 "$suite" "$stage/integration_test"
   install -m 0755 "$probe" "$stage/probe"
   local extra
-  for extra in parity/parity_test run/run_test run/run_netclient; do
+  for extra in parity/parity_test run/run_test run/run_netclient run/run_limits_probe; do
     if [[ -x "$build/integration/$extra" ]]; then
       install -m 0755 "$build/integration/$extra" "$stage/$(basename "$extra")"
     fi

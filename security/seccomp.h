@@ -23,6 +23,8 @@
 //   ptrace      ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise
 //   personality personality unless PER_LINUX, PER_LINUX32, either | ADDR_NO_RANDOMIZE, or
 //               the 0xffffffff query (an allowlist of values)
+//   nested-userns  unshare/clone with CLONE_NEWUSER (EPERM); clone3 ENOSYS, since its
+//               flags are out of seccomp's reach and libc then falls back to clone
 //   syslog      syslog (the kernel log: addresses, the host's hardware and other tenants)
 //   obsolete    uselib, ustat, sysfs, _sysctl, modify_ldt (ENOSYS)
 // Blocked calls fail with EPERM unless said otherwise. Families, protocols, personalities

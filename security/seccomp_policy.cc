@@ -2,6 +2,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -31,6 +32,7 @@ struct ArgCmp {
   int index = -1;  // -1: no comparison
   uint32_t value = 0;
   bool not_equal = false;
+  uint32_t mask = 0xffffffffU;  // the bits compared (equality only), e.g. one clone flag
 };
 
 // One blocked call, with up to two argument comparisons that must all hold (libseccomp
@@ -40,6 +42,7 @@ struct Rule {
   ArgCmp first{};
   ArgCmp second{};
   const char* label = nullptr;  // the argument condition, for the description
+  int err = 0;                  // errno for this rule; 0: the group's
 };
 
 // An argument allowlist: `syscall` is refused unless the low 32 bits of argument
@@ -82,6 +85,14 @@ constexpr Rule kNetlink[] = {{"socket",
                               {2, 0 /* NETLINK_ROUTE */, true},
                               "AF_NETLINK, protocol other than NETLINK_ROUTE"}};
 constexpr Rule kVsock[] = {{"socket", {0, AF_VSOCK}, {}, "AF_VSOCK"}};
+// A nested user namespace gives its creator every capability over the namespaced kernel
+// interfaces (nf_tables, mounts of many file systems, ...), the usual way in for local
+// privilege escalations. clone3 passes its flags in memory, which seccomp cannot read: it
+// gets ENOSYS, and libc falls back to clone, whose flags are an argument.
+constexpr Rule kNestedUserns[] = {
+    {"unshare", {0, CLONE_NEWUSER, false, CLONE_NEWUSER}, {}, "CLONE_NEWUSER"},
+    {"clone", {0, CLONE_NEWUSER, false, CLONE_NEWUSER}, {}, "CLONE_NEWUSER"},
+    {"clone3", {}, {}, nullptr, ENOSYS}};
 constexpr Rule kPtrace[] = {
     {"ptrace"}, {"process_vm_readv"}, {"process_vm_writev"}, {"pidfd_getfd"}, {"process_madvise"}};
 // personality(2) values in use: the 0xffffffff query (sanitizers, gdb, setarch), PER_LINUX,
@@ -114,6 +125,9 @@ constexpr Group kGroups[] = {
      kSocketAllowlists},
     {{"netlink", "netlink protocols other than NETLINK_ROUTE"}, EPROTONOSUPPORT, kNetlink},
     {{"vsock", "vsock sockets, which ignore network namespaces"}, EAFNOSUPPORT, kVsock},
+    {{"nested-userns", "new user namespaces (--allow-nested-userns relaxes it)"},
+     EPERM,
+     kNestedUserns},
     {{"ptrace", "tracing and reading the memory of other processes"}, EPERM, kPtrace},
     {{"personality", "personality flags other than the ones in use"},
      EPERM,
@@ -155,7 +169,7 @@ scmp_arg_cmp ToScmp(const ArgCmp& cmp) {
   }
   return {.arg = static_cast<unsigned int>(cmp.index),
           .op = SCMP_CMP_MASKED_EQ,
-          .datum_a = 0xffffffffULL,
+          .datum_a = cmp.mask,
           .datum_b = cmp.value};
 }
 
@@ -167,7 +181,8 @@ base::Result<int> ResolveSyscall(const char* name) {
   return nr;
 }
 
-base::Status AddRule(scmp_filter_ctx ctx, const Rule& rule, int err) {
+base::Status AddRule(scmp_filter_ctx ctx, const Rule& rule, int group_err) {
+  const int err = rule.err != 0 ? rule.err : group_err;
   auto nr = ResolveSyscall(rule.syscall);
   if (!nr) return nr.error();
   scmp_arg_cmp cmps[2];
@@ -333,6 +348,11 @@ base::Result<std::vector<std::string>> DescribeSeccompPolicy(const SeccompPolicy
       const char* err_name = strerrorname_np(group.err);
       line += DescribeRules(group) + " -> " + (err_name != nullptr ? err_name : "error");
       if (ComparesArguments(group)) line += " (argument compared on 32 bits)";
+      for (const Rule& rule : group.rules) {
+        if (rule.err == 0) continue;
+        const char* own = strerrorname_np(rule.err);
+        line += std::string("; ") + rule.syscall + " -> " + (own != nullptr ? own : "error");
+      }
     }
     lines.push_back(std::move(line));
   }

@@ -176,6 +176,7 @@ std::vector<Check> RunDoctorChecks() {
   append(doctor::SyscallChecks());
   checks.push_back(doctor::SeccompCheck());
   append(doctor::InformationalChecks());
+  append(doctor::LimitChecks());
   checks.push_back(doctor::BwrapCheck());
   return checks;
 }

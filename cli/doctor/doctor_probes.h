@@ -52,6 +52,9 @@ Check SeccompCheck();
 // Informational: cgroup layout, Landlock ABI, legacy TIOCSTI, io_uring_disabled.
 std::vector<Check> InformationalChecks();
 
+// Informational: the cgroup `run` would use for this caller, and nested user namespaces.
+std::vector<Check> LimitChecks();
+
 // bwrap (or $ATEAM_SANDBOX_BWRAP) for --backend bwrap: runs `bwrap --version`.
 Check BwrapCheck();
 

@@ -234,6 +234,11 @@ void ChildMain(const ChildLaunch& launch) noexcept {
   ::umask(0);
   BuildFilesystem(launch);
   EnterLateNamespaces(launch, proc_fd);
+  // In the user namespace the command runs in, while this process still holds
+  // CAP_SYS_RESOURCE there.
+  if (!plan.self_limits.empty()) {
+    Check(launch, Phase::kSelfLimits, ApplySelfLimits(plan.self_limits, proc_fd));
+  }
   ::close(proc_fd);
   // Before the command takes the next pid, and so that the helper never lingers as a child
   // of the command (which it would be under --as-pid-1).

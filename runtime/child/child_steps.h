@@ -47,6 +47,11 @@ StepResult JoinPidNamespace(const JoinedNamespaces& joined, int pid_socket) noex
 // exactly as with bwrap). detail: 0 = uid, 1 = gid.
 StepResult SwitchToJoinedIds(const JoinedNamespaces& joined) noexcept;
 
+// `run`: the SelfLimits sysctls (written through `proc_fd`, an O_PATH fd of /proc) and
+// rlimits, in this process's current user namespace. detail: the index of the failed
+// setting, sysctls first, then rlimits.
+StepResult ApplySelfLimits(const SelfLimits& limits, int proc_fd) noexcept;
+
 // Capabilities, --block-fd, --seccomp, chdir, setsid, the reaper fork and exec.
 [[noreturn]] void RunCommandPhases(const ChildLaunch& launch) noexcept;
 

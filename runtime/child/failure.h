@@ -42,6 +42,8 @@ enum class Phase : uint32_t {
   // The network namespace made beside the mounts (runtime/child/netns_helper.h).
   kCreateNetns,
   kSetDumpable,
+  // `run`: the sandbox's own sysctls and rlimits (detail: which one).
+  kSelfLimits,
 };
 
 // Which part of joining --pidns failed (SetupFailure::detail of Phase::kJoinPidns).

@@ -67,7 +67,8 @@ void SendReport(int channel, NetnsHelperReport report, int ns_fd) {
 bool NetnsFromHelper(const Plan& plan) {
   bool parent_maps = plan.userns && plan.userns->written_by_parent;
   return (plan.clone_flags & CLONE_NEWNET) != 0 && plan.configure_loopback && !plan.info_fd &&
-         !plan.json_status_fd && !plan.userns_block_fd && !plan.joined.any() && !parent_maps;
+         !plan.json_status_fd && !plan.userns_block_fd && !plan.joined.any() && !parent_maps &&
+         plan.cgroup_procs_fds.empty();
 }
 
 namespace child {

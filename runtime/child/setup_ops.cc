@@ -104,13 +104,11 @@ StepResult MountNew(const SetupContext& ctx, const std::string& dest, mode_t par
 StepResult DoTmpfs(const SetupContext& ctx, const TmpfsOp& op) {
   char mode_buf[24];
   char size_buf[24];
-  FsOption options[2] = {{"mode", FormatUnsigned(mode_buf, op.perms.value_or(0755), 8)},
-                         {"size", nullptr}};
+  char inodes_buf[24];
+  FsOption options[3] = {{"mode", FormatUnsigned(mode_buf, op.perms.value_or(0755), 8)}};
   int count = 1;
-  if (op.size) {
-    options[1].value = FormatUnsigned(size_buf, *op.size, 10);
-    count = 2;
-  }
+  if (op.size) options[count++] = {"size", FormatUnsigned(size_buf, *op.size, 10)};
+  if (op.nr_inodes) options[count++] = {"nr_inodes", FormatUnsigned(inodes_buf, *op.nr_inodes, 10)};
   return MountNew(ctx, op.dest, ParentMode(op.perms), "tmpfs", options, count,
                   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 }

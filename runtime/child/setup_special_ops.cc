@@ -98,9 +98,14 @@ StepResult DoDev(const SetupContext& ctx, const DevOp& op, OpSources& src) {
   int dest_fd = -1;
   StepResult r = EnsureDir(ctx.root_fd, op.dest.c_str(), 0755, 0755, &dest_fd);
   if (r.failed()) return r;
-  FsOption options[] = {{"mode", "0755"}};
+  char size_buf[24];
+  char inodes_buf[24];
+  FsOption options[3] = {{"mode", "0755"}};
+  int count = 1;
+  if (op.size) options[count++] = {"size", FormatUnsigned(size_buf, *op.size, 10)};
+  if (op.nr_inodes) options[count++] = {"nr_inodes", FormatUnsigned(inodes_buf, *op.nr_inodes, 10)};
   int mnt = -1;
-  int err = NewMount("tmpfs", options, 1, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &mnt);
+  int err = NewMount("tmpfs", options, count, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, &mnt);
   if (err == 0) err = AttachOnFd(mnt, dest_fd);
   ::close(dest_fd);
   if (err != 0) {

@@ -1,0 +1,63 @@
+// The limits a `run` sandbox puts on itself (SelfLimits), for the child after clone.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/child/child_steps.h"
+#include "runtime/child/mount_api.h"
+
+namespace sbx::runtime::child {
+namespace {
+
+// The /proc/sys/user/ files are per user namespace: the kernel shows and changes the table
+// of the writer's own user namespace, whichever procfs the path goes through, and allows
+// the write to a holder of CAP_SYS_RESOURCE there. Counts are charged up the whole chain of
+// user namespaces, so a maximum here bounds what the sandbox can take of its creator's.
+int WriteSysctl(int sys_fd, const SysctlSetting& setting) {
+  int fd = ::openat(sys_fd, setting.name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return errno;
+  char text[24];
+  FormatUnsigned(text, setting.value, 10);
+  size_t len = std::strlen(text);
+  int err = ::write(fd, text, len) == static_cast<ssize_t>(len) ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
+// Lowers both limits to at most the ceiling; a caller's lower limit stays as it is.
+int LowerRlimit(const RlimitCeiling& ceiling) {
+  const auto resource = static_cast<__rlimit_resource>(ceiling.resource);
+  rlimit current{};
+  if (::getrlimit(resource, &current) != 0) return errno;
+  rlimit lowered{std::min<rlim_t>(current.rlim_cur, ceiling.value),
+                 std::min<rlim_t>(current.rlim_max, ceiling.value)};
+  return ::setrlimit(resource, &lowered) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+StepResult ApplySelfLimits(const SelfLimits& limits, int proc_fd) noexcept {
+  if (!limits.sysctls.empty()) {
+    int sys_fd = ::openat(proc_fd, "sys", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sys_fd < 0) return {errno, Stage::kNone, 0};
+    for (size_t i = 0; i < limits.sysctls.size(); ++i) {
+      if (int err = WriteSysctl(sys_fd, limits.sysctls[i])) {
+        ::close(sys_fd);
+        return {err, Stage::kNone, static_cast<uint32_t>(i)};
+      }
+    }
+    ::close(sys_fd);
+  }
+  for (size_t i = 0; i < limits.rlimits.size(); ++i) {
+    if (int err = LowerRlimit(limits.rlimits[i])) {
+      return {err, Stage::kNone, static_cast<uint32_t>(limits.sysctls.size() + i)};
+    }
+  }
+  return {};
+}
+
+}  // namespace sbx::runtime::child
