@@ -276,6 +276,7 @@ base::Result<BpfProgram> ExportBpf(scmp_filter_ctx ctx) {
 std::string DescribeRules(const Group& group) {
   std::string out;
   for (const Rule& rule : group.rules) {
+    if (rule.err != 0) continue;  // listed apart, with its own errno
     if (!out.empty()) out += ", ";
     out += rule.syscall;
     if (rule.label != nullptr) out += std::string("(") + rule.label + ")";

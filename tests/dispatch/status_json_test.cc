@@ -36,6 +36,7 @@ TEST(StatusJsonTest, ExitedDocumentIsExact) {
             "  \"signal\": null,\n"
             "  \"reason\": \"exited\",\n"
             "  \"error\": null,\n"
+            "  \"limits\": null,\n"
             "  \"started_at\": \"2026-12-01T15:00:00Z\",\n"
             "  \"landlock\": {\"abi\": 7, \"enforced\": [\"fs\", \"net\", \"scope\"]},\n"
             "  \"base_commit\": null,\n"

@@ -286,6 +286,9 @@ TEST(SeccompPolicyTest, DescribesEveryGroup) {
             "AF_VSOCK), socketpair(unless AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_VSOCK) -> "
             "EAFNOSUPPORT (argument compared on 32 bits)");
   EXPECT_EQ((*lines)[13],
+            "seccomp: nested-userns: unshare(CLONE_NEWUSER), clone(CLONE_NEWUSER) -> EPERM "
+            "(argument compared on 32 bits); clone3 -> ENOSYS");
+  EXPECT_EQ((*lines)[14],
             "seccomp: ptrace: relaxed, allowed: ptrace, process_vm_readv, process_vm_writev, "
             "pidfd_getfd, process_madvise");
   EXPECT_EQ(lines->back(),
