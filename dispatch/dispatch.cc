@@ -17,6 +17,7 @@
 
 #include "base/syscalls.h"
 #include "dispatch/layout.h"
+#include "dispatch/namespace_preflight.h"
 #include "dispatch/prepare.h"
 #include "dispatch/state_janitor.h"
 #include "dispatch/workspace.h"
@@ -62,6 +63,11 @@ class SandboxProcess {
     args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
     args.exit_signal = SIGCHLD;
     pid_t pid = base::Clone3(&args);
+    // Container seccomp profiles answer clone3 with ENOSYS to send callers back to clone.
+    if (pid < 0 && errno == ENOSYS) {
+      pid = static_cast<pid_t>(::fork());
+      if (pid > 0) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    }
     if (pid < 0) return base::ErrnoError("clone3 for the bwrap backend");
     if (pid == 0) {
       sigset_t none;
@@ -185,6 +191,11 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   if (!routes) return routes.error();
   auto run_as = ResolveRunAs(request, *host);
   if (!run_as) return run_as.error();
+  // Root of a user namespace with no other id to hand the sandbox to runs it as itself.
+  if (host->IsRoot() && !*run_as) host->root_acts_unprivileged = true;
+  if (!request.dry_run) {
+    if (auto st = CheckNamespacesAllowed(); !st) return st;
+  }
   std::vector<std::string> host_env = CurrentEnvironment();
   auto agent = FindAgentInstall(request, host_env);
   if (!agent) return agent.error();

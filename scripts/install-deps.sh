@@ -12,6 +12,7 @@ packages=(
   bubblewrap socat openssl curl iproute2 git
   clang-format clang-tidy
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
+  uidmap  # newuidmap/newgidmap: run_test maps a subordinate id range, as rootless Podman does
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
   nodejs   # npm installs the real agents for the agent tests (scripts/install-agents.sh)
 )
