@@ -177,6 +177,23 @@ TEST_F(NestedRunTest, RootOfASingleIdNamespaceRunsWithARepo) {
   EXPECT_EQ(r.out, "present\n");
 }
 
+// The tunnel from inside the outer namespace: the relay runs there, the upstream is on the
+// host's loopback (the outer namespace shares the network, as a pod shares its node's
+// route to the upstream).
+TEST_F(NestedRunTest, RootOfASingleIdNamespaceReachesARoute) {
+  ASSERT_EQ(RunCommand({"cp", NetClientPath(), dir_ + "/run_netclient"}).exit_code, 0);
+  EchoServer echo;
+  auto r = InOuterNamespace(
+      {"-r"}, "$A run --backend " + Backend() +
+                  " --workspace $D/ws --ro $D/run_netclient --allow api.example.test=127.0.0.1:" +
+                  std::to_string(echo.port()) +
+                  " -- $D/run_netclient concurrent api.example.test 443 3");
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Report report = ParseReport(r.out);
+  EXPECT_EQ(Get(report, "echoed"), "3") << Describe(r);
+  EXPECT_EQ(echo.accepted(), 3);
+}
+
 // A subordinate range mapped by newuidmap (0 = the caller, 1.. = /etc/subuid's range): the
 // overflow id is mapped, so root mode hands the workspace to it, as in a rootless Podman
 // container or a pod with hostUsers: false.
@@ -259,6 +276,27 @@ TEST_F(BlockedRunTest, MaxUserNamespacesZeroIsNamedByDoctorAndRun) {
   EXPECT_NE(doctor.out.find("user.max_user_namespaces is 0 in this user namespace"),
             std::string::npos)
       << doctor.out;
+}
+
+// The masks a container runtime puts over /proc (files covered with /dev/null, /proc/sys
+// read-only): the kernel refuses the sandbox a fresh /proc, and run refuses to go on without
+// one (docs/fleet.md says why).
+TEST_F(BlockedRunTest, MaskedProcIsNamedByDoctorAndRun) {
+  const std::string mask =
+      "for f in /proc/timer_list /proc/keys /proc/kcore; do [ -e $f ] && mount --bind /dev/null "
+      "$f; done; mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && ";
+  auto run = InOuterNamespace(
+      {"-r"}, mask + "$A run --backend " + Backend() + " --workspace $D/ws -- true");
+  EXPECT_EQ(run.exit_code, 125) << Describe(run);
+  EXPECT_EQ(LineCount(run.err), 1U) << Describe(run);
+  EXPECT_NE(run.err.find("can't mount a fresh /proc for the sandbox"), std::string::npos)
+      << Describe(run);
+  EXPECT_NE(run.err.find("run `ateam-sandbox doctor`"), std::string::npos) << Describe(run);
+  auto doctor = InOuterNamespace({"-r"}, mask + "$A doctor");
+  EXPECT_EQ(doctor.exit_code, 1) << Describe(doctor);
+  EXPECT_NE(doctor.out.find("FAIL proc: masked /proc ("), std::string::npos) << doctor.out;
+  EXPECT_NE(doctor.out.find("/proc/sys read-only"), std::string::npos) << doctor.out;
+  EXPECT_NE(doctor.out.find("procMount: Unmasked"), std::string::npos) << doctor.out;
 }
 
 }  // namespace
