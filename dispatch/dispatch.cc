@@ -193,7 +193,9 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   if (!run_as) return run_as.error();
   // Root of a user namespace with no other id to hand the sandbox to runs it as itself.
   if (host->IsRoot() && !*run_as) host->root_acts_unprivileged = true;
-  if (!request.dry_run) {
+  // bwrap would print its own words for a refused namespace, so ask first; the native
+  // backend asks only after a failed start (below), which costs nothing when it works.
+  if (!request.dry_run && request.backend == DispatchBackend::kBwrap) {
     if (auto st = CheckNamespacesAllowed(); !st) return st;
   }
   std::vector<std::string> host_env = CurrentEnvironment();
@@ -263,7 +265,12 @@ base::Status Dispatch(const DispatchRequest& request, const std::string& self_ex
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
   auto sandbox = SandboxProcess::Start(*plan, request);
-  if (!sandbox) return sandbox.error();
+  if (!sandbox) {
+    // A refused namespace, mount or /proc comes back in the kernel's words: name the step
+    // and point to doctor instead.
+    if (auto st = CheckNamespacesAllowed(); !st) return st;
+    return sandbox.error();
+  }
   hosts_fd->reset();
   result->setup_ms = MsSince(start);
   LoopOutcome outcome = ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds);

@@ -1,4 +1,5 @@
-// Before `run` builds anything: can this process create the sandbox's namespaces at all?
+// Can this process create the sandbox's namespaces at all? Asked before a bwrap-backend
+// launch and after a failed native one.
 // Containers (a seccomp filter, AppArmor, user.max_user_namespaces=0, a masked /proc)
 // refuse them, and the raw kernel error then says nothing about why; this turns it into one
 // line that points to `ateam-sandbox doctor`, which tells which layer blocks it and how to
