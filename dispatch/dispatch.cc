@@ -24,6 +24,7 @@
 #include "dispatch/landlock_plan.h"
 #include "dispatch/layout.h"
 #include "dispatch/limits.h"
+#include "dispatch/namespace_preflight.h"
 #include "dispatch/prepare.h"
 #include "dispatch/request_checks.h"
 #include "dispatch/state_janitor.h"
@@ -70,6 +71,11 @@ class SandboxProcess {
     args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
     args.exit_signal = SIGCHLD;
     pid_t pid = base::Clone3(&args);
+    // Container seccomp profiles answer clone3 with ENOSYS to send callers back to clone.
+    if (pid < 0 && errno == ENOSYS) {
+      pid = static_cast<pid_t>(::fork());
+      if (pid > 0) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    }
     if (pid < 0) return base::ErrnoError("clone3 for the bwrap backend");
     if (pid == 0) {
       sigset_t none;
@@ -215,6 +221,13 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (!routes) return routes.error();
   auto run_as = ResolveRunAs(request, *host);
   if (!run_as) return run_as.error();
+  // Root of a user namespace with no other id to hand the sandbox to runs it as itself.
+  if (host->IsRoot() && !*run_as) host->root_acts_unprivileged = true;
+  // bwrap would print its own words for a refused namespace, so ask first; the native
+  // backend asks only after a failed start (below), which costs nothing when it works.
+  if (!request.dry_run && request.backend == DispatchBackend::kBwrap) {
+    if (auto st = CheckNamespacesAllowed(); !st) return st;
+  }
   std::vector<std::string> host_env = CurrentEnvironment();
   auto agent = FindAgentInstall(request, host_env);
   if (!agent) return agent.error();
@@ -360,7 +373,12 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
   auto sandbox = SandboxProcess::Start(*plan, request);
-  if (!sandbox) return sandbox.error();
+  if (!sandbox) {
+    // A refused namespace, mount or /proc comes back in the kernel's words: name the step
+    // and point to doctor instead.
+    if (auto st = CheckNamespacesAllowed(); !st) return st;
+    return sandbox.error();
+  }
   hosts_fd->reset();
   result->setup_ms = MsSince(start);
   LoopOutcome outcome = ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds);

@@ -78,6 +78,22 @@ base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchReques
   return routes;
 }
 
+namespace {
+
+// --run-as ids must exist in the caller's user namespace, or nothing can be handed to them.
+base::Result<std::optional<runtime::SandboxSpec::HostIds>> MappedRunAs(
+    const runtime::HostFacts& host, uid_t uid, gid_t gid) {
+  if (!host.MapsUid(uid) || !host.MapsGid(gid)) {
+    return base::Error::Message(fmt::format(
+        "--run-as {}:{}: not mapped in this user namespace (/proc/self/uid_map, gid_map); use "
+        "a mapped id, or leave out --run-as to run the sandbox as yourself",
+        uid, gid));
+  }
+  return std::optional<runtime::SandboxSpec::HostIds>{runtime::SandboxSpec::HostIds{uid, gid}};
+}
+
+}  // namespace
+
 base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
     const DispatchRequest& request, const runtime::HostFacts& host) {
   if (!host.IsRoot()) {
@@ -85,14 +101,18 @@ base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
     return std::optional<runtime::SandboxSpec::HostIds>{};
   }
   if (!request.run_as) {
+    // Root of a user namespace that maps only itself (a rootless container) has no id to
+    // hand the sandbox to: it runs the sandbox as itself, as an unprivileged caller would.
+    if (!host.MapsUid(host.overflow_uid) || !host.MapsGid(host.overflow_gid)) {
+      return std::optional<runtime::SandboxSpec::HostIds>{};
+    }
     return std::optional<runtime::SandboxSpec::HostIds>{
         runtime::SandboxSpec::HostIds{host.overflow_uid, host.overflow_gid}};
   }
   const std::string& who = *request.run_as;
   if (const passwd* pw = ::getpwnam(who.c_str()); pw != nullptr) {
     if (pw->pw_uid == 0) return base::Error::Message("--run-as: the sandbox must not run as root");
-    return std::optional<runtime::SandboxSpec::HostIds>{
-        runtime::SandboxSpec::HostIds{pw->pw_uid, pw->pw_gid}};
+    return MappedRunAs(host, pw->pw_uid, pw->pw_gid);
   }
   char* end = nullptr;
   unsigned long uid = std::strtoul(who.c_str(), &end, 10);
@@ -110,8 +130,7 @@ base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
   if (!uid_digits || *end != '\0' || uid > 0xfffffffeUL || gid > 0xfffffffeUL) {
     return base::Error::Message(fmt::format("--run-as: no such user, and not UID[:GID]: {}", who));
   }
-  return std::optional<runtime::SandboxSpec::HostIds>{
-      runtime::SandboxSpec::HostIds{static_cast<uid_t>(uid), static_cast<gid_t>(gid)}};
+  return MappedRunAs(host, static_cast<uid_t>(uid), static_cast<gid_t>(gid));
 }
 
 std::string SandboxUserName(uid_t uid) {

@@ -22,7 +22,9 @@ namespace sbx::dispatch {
 base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchRequest& request);
 
 // Which host ids the sandbox runs as: none for an unprivileged caller (its own); for
-// root, --run-as (a user name, or uid[:gid]) or the overflow ids.
+// root, --run-as (a user name, or uid[:gid]) or the overflow ids. Only ids mapped in the
+// caller's user namespace qualify: root of a namespace that does not map the overflow ids
+// gets none (it runs the sandbox as itself), and an unmapped --run-as is an error.
 base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
     const DispatchRequest& request, const runtime::HostFacts& host);
 

@@ -5,7 +5,10 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "security/capabilities.h"
 
@@ -24,7 +27,41 @@ long ReadProcNumber(const char* path, long fallback) {
   return std::strtol(buf, nullptr, 10);
 }
 
+bool Maps(const std::vector<IdRange>& map, uint32_t id) {
+  for (const IdRange& r : map) {
+    if (id >= r.first && id - r.first < r.count) return true;
+  }
+  return false;
+}
+
+// The whole file, or nullopt when it cannot be read (then every id counts as mapped).
+std::optional<std::string> ReadSmallFile(const char* path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
+
+bool HostFacts::MapsUid(uid_t id) const { return Maps(uid_map, id); }
+bool HostFacts::MapsGid(gid_t id) const { return Maps(gid_map, id); }
+
+std::vector<IdRange> ParseIdMap(std::string_view text) {
+  std::vector<IdRange> ranges;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    unsigned long inside = 0;
+    unsigned long outside = 0;
+    unsigned long count = 0;
+    if (std::sscanf(line.c_str(), "%lu %lu %lu", &inside, &outside, &count) != 3) continue;
+    if (inside > 0xffffffffUL || count > 0xffffffffUL) continue;
+    ranges.push_back({static_cast<uint32_t>(inside), static_cast<uint32_t>(count)});
+  }
+  return ranges;
+}
 
 base::Result<HostFacts> ProbeHostFacts() {
   HostFacts facts;
@@ -41,6 +78,8 @@ base::Result<HostFacts> ProbeHostFacts() {
   facts.user_namespaces = ::access("/proc/self/ns/user", F_OK) == 0 &&
                           ReadProcNumber("/proc/sys/user/max_user_namespaces", 1) > 0;
   facts.cgroup_namespaces = ::access("/proc/self/ns/cgroup", F_OK) == 0;
+  if (auto text = ReadSmallFile("/proc/self/uid_map")) facts.uid_map = ParseIdMap(*text);
+  if (auto text = ReadSmallFile("/proc/self/gid_map")) facts.gid_map = ParseIdMap(*text);
   char cwd[PATH_MAX];
   if (::getcwd(cwd, sizeof(cwd)) != nullptr) facts.cwd = cwd;
   if (::isatty(STDOUT_FILENO) == 1) {

@@ -13,6 +13,7 @@ packages=(
   clang-format clang-tidy
   clang libclang-rt-14-dev  # the libFuzzer targets of fuzz/ (-DSBX_BUILD_FUZZ=ON)
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
+  uidmap  # newuidmap/newgidmap: run_test maps a subordinate id range, as rootless Podman does
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
   nodejs   # npm installs the real agents for the agent tests (scripts/install-agents.sh)
   dpkg-dev patch libcap2-bin python3-seccomp  # scripts/bwrap-upstream-tests.sh (bubblewrap's tests)

@@ -87,35 +87,25 @@ Caller ProbeCaller() {
   caller.max_user_namespaces = ReadSysctl(kMaxUserNs);
   caller.unprivileged_userns_clone = ReadSysctl(kUsernsClone);
   caller.apparmor_restrict_userns = ReadSysctl(kAppArmorUserns);
+  caller.container = ProbeContainerFacts();
   return caller;
 }
 
 std::string UserNamespaceFix(const Caller& caller, int err) {
-  if (err == ENOSPC) {
-    // The count limit of this or an enclosing user namespace, or the nesting depth (32).
-    return "a user-namespace limit is reached: raise user.max_user_namespaces, or do not run "
-           "inside a sandbox that forbids nesting (e.g. bwrap --disable-userns)";
-  }
-  if (caller.max_user_namespaces == 0L) {
-    return "sysctl -w user.max_user_namespaces=15000 (persist it in /etc/sysctl.d/)";
-  }
-  if (caller.unprivileged_userns_clone == 0L) {
-    return "sysctl -w kernel.unprivileged_userns_clone=1 (persist it in /etc/sysctl.d/)";
-  }
-  if (caller.apparmor_restrict_userns == 1L) {
-    return "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or load an AppArmor "
-           "profile with the `userns,` rule for the ateam-sandbox binary";
-  }
-  return "a container runtime or LSM blocks unshare(CLONE_NEWUSER): run on the host, or allow "
-         "it (e.g. docker --security-opt seccomp=unconfined --security-opt apparmor=unconfined)";
+  return UserNamespaceBlocker(caller, caller.container, err);
 }
 
 std::vector<Check> KernelAndSysctlChecks(const Caller& caller) {
   std::vector<Check> checks{KernelCheck()};
-  if (caller.max_user_namespaces) {
-    checks.push_back(SysctlCheck(caller, "max_user_namespaces", caller.max_user_namespaces,
-                                 *caller.max_user_namespaces <= 0,
-                                 "sysctl -w user.max_user_namespaces=15000"));
+  if (caller.max_user_namespaces && *caller.max_user_namespaces <= 0) {
+    // A count limit of 0 refuses root too: no caller gets a user namespace here.
+    checks.push_back({"max_user_namespaces", CheckStatus::kFail,
+                      fmt::format("{} (no user namespace can be created in this one)",
+                                  *caller.max_user_namespaces),
+                      "sysctl -w user.max_user_namespaces=15000 in the namespace that set it"});
+  } else if (caller.max_user_namespaces) {
+    checks.push_back(
+        SysctlCheck(caller, "max_user_namespaces", caller.max_user_namespaces, false, ""));
   } else {
     checks.push_back({"max_user_namespaces", CheckStatus::kFail,
                       fmt::format("{} is missing (kernel without user namespaces?)", kMaxUserNs),
@@ -126,13 +116,8 @@ std::vector<Check> KernelAndSysctlChecks(const Caller& caller) {
         caller, "unprivileged_userns_clone", caller.unprivileged_userns_clone,
         *caller.unprivileged_userns_clone != 1, "sysctl -w kernel.unprivileged_userns_clone=1"));
   }
-  if (caller.apparmor_restrict_userns) {
-    checks.push_back(SysctlCheck(
-        caller, "apparmor_restrict_unprivileged_userns", caller.apparmor_restrict_userns,
-        *caller.apparmor_restrict_userns != 0,
-        "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile "
-        "with the `userns,` rule for the ateam-sandbox binary"));
-  }
+  // kernel.apparmor_restrict_unprivileged_userns is reported by the apparmor check, with
+  // whether our profile is loaded.
   return checks;
 }
 
@@ -173,6 +158,7 @@ std::vector<Check> RunDoctorChecks() {
     for (Check& c : more) checks.push_back(std::move(c));
   };
   append(doctor::NamespaceChecks(caller));
+  append(doctor::ContainerChecks(caller, caller.container));
   append(doctor::SyscallChecks());
   checks.push_back(doctor::SeccompCheck());
   append(doctor::InformationalChecks());

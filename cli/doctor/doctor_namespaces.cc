@@ -151,14 +151,6 @@ Check StepsCheck(const int32_t* r, int first, int last, std::string ok_detail, s
   return check;
 }
 
-std::string LsmFix(const Caller& caller, const char* what) {
-  if (caller.apparmor_restrict_userns == 1L) return UserNamespaceFix(caller, EPERM);
-  return fmt::format(
-      "{} is denied inside a user namespace by a container runtime or LSM: run "
-      "on the host or allow it; see `dmesg` for LSM denials",
-      what);
-}
-
 }  // namespace
 
 std::vector<Check> NamespaceChecks(const Caller& caller) {
@@ -173,7 +165,7 @@ std::vector<Check> NamespaceChecks(const Caller& caller) {
       fmt::format("unshare(CLONE_NEWUSER) + id maps (0 -> host {}:{})", caller.euid, caller.egid),
       UserNamespaceFix(caller, r[kUserNs] > 0 ? r[kUserNs] : r[kIdMap])));
   checks.push_back(StepsCheck(r, kMountNs, kMountNs, "unshare(CLONE_NEWNS), / made MS_SLAVE",
-                              LsmFix(caller, "mount")));
+                              MountBlockerFix(caller, caller.container)));
   checks.push_back(StepsCheck(r, kFsMount, kOpenTree,
                               "fsopen/fsmount/move_mount/open_tree/mount_setattr work",
                               "kernel 5.12 or newer with the new mount API, or --backend bwrap"));
@@ -183,8 +175,10 @@ std::vector<Check> NamespaceChecks(const Caller& caller) {
   // No part of the dispatch sandbox uses overlayfs yet: report, do not fail.
   if (overlay.status == CheckStatus::kFail) overlay.status = CheckStatus::kInfo;
   checks.push_back(std::move(overlay));
-  checks.push_back(StepsCheck(r, kNetNs, kNetNs, "unshare(CLONE_NEWNET) works",
-                              LsmFix(caller, "unshare(CLONE_NEWNET)")));
+  checks.push_back(StepsCheck(
+      r, kNetNs, kNetNs, "unshare(CLONE_NEWNET) works",
+      "unshare(CLONE_NEWNET) is denied inside a user namespace by a container runtime or "
+      "LSM: run on the host or allow it; see `dmesg` for LSM denials"));
   checks.push_back(
       StepsCheck(r, kOtherNs, kOtherNs, "unshare(CLONE_NEWPID|NEWIPC|NEWUTS|NEWCGROUP) works",
                  "a kernel with CONFIG_PID_NS, IPC_NS, UTS_NS and CGROUPS namespaces"));

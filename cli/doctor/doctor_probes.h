@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/doctor/doctor.h"
+#include "cli/doctor/doctor_containers.h"
 
 namespace sbx::cli::doctor {
 
@@ -21,6 +22,7 @@ struct Caller {
   std::optional<long> max_user_namespaces;        // user.max_user_namespaces
   std::optional<long> unprivileged_userns_clone;  // kernel.unprivileged_userns_clone (Debian)
   std::optional<long> apparmor_restrict_userns;   // kernel.apparmor_restrict_unprivileged_userns
+  ContainerFacts container;                       // seccomp, LSM label, /proc masking
 
   [[nodiscard]] bool IsRoot() const { return euid == 0; }
 };

@@ -49,6 +49,14 @@ Check Clone3Check() {
   if (pid == 0) ::_exit(0);
   const std::string fix =
       "kernel 5.4 or newer (or allow clone3 in the container's seccomp profile)";
+  if (pid < 0 && errno == ENOSYS) {
+    // Container seccomp profiles (Docker's default among them) answer clone3 with ENOSYS
+    // to send callers back to clone; the runtime does so too, then takes a pidfd_open.
+    return {"clone3-pidfd", CheckStatus::kInfo,
+            "clone3: ENOSYS (a seccomp filter's answer, as Docker's default profile gives); "
+            "run falls back to clone + pidfd_open",
+            ""};
+  }
   if (pid < 0) return {"clone3-pidfd", CheckStatus::kFail, "clone3: " + ErrnoText(errno), fix};
   base::UniqueFd owned(pidfd);
   // Reaping through the pidfd (P_PIDFD, 5.4) is how the monitor waits for the sandbox.

@@ -124,5 +124,45 @@ TEST(ResolveRunAsTest, RootIdsAreRefusedByName) {
   }
 }
 
+TEST(ResolveRunAsTest, RootOfANamespaceThatMapsOnlyItselfRunsAsItself) {
+  runtime::HostFacts host = RootHost();
+  host.uid_map = runtime::ParseIdMap("         0       1000          1\n");
+  host.gid_map = runtime::ParseIdMap("         0       1000          1\n");
+  auto ids = ResolveRunAs(DispatchRequest{}, host);
+  ASSERT_TRUE(ids);
+  EXPECT_FALSE(ids->has_value()) << "65534 does not exist in that namespace";
+  DispatchRequest request;
+  request.run_as = "4321";
+  ids = ResolveRunAs(request, host);
+  ASSERT_FALSE(ids);
+  EXPECT_NE(ids.error().Render().find("not mapped in this user namespace"), std::string::npos)
+      << ids.error().Render();
+}
+
+TEST(ResolveRunAsTest, RootOfARangeMappedNamespaceUsesTheMappedOverflowIds) {
+  runtime::HostFacts host = RootHost();
+  host.uid_map = runtime::ParseIdMap("0 1000 1\n1 100000 65536\n");
+  host.gid_map = host.uid_map;
+  auto ids = ResolveRunAs(DispatchRequest{}, host);
+  ASSERT_TRUE(ids && ids->has_value());
+  EXPECT_EQ((*ids)->uid, 65534U);
+  DispatchRequest request;
+  request.run_as = "70000";  // beyond the range
+  EXPECT_FALSE(ResolveRunAs(request, host));
+}
+
+TEST(HostFactsTest, IdMapsParseAndAnswer) {
+  runtime::HostFacts host;
+  EXPECT_TRUE(host.MapsUid(65534));  // the default: the initial namespace maps every id
+  host.uid_map = runtime::ParseIdMap("0 1000 1\n1 100000 65536\ngarbage\n");
+  ASSERT_EQ(host.uid_map.size(), 2U);
+  EXPECT_TRUE(host.MapsUid(0));
+  EXPECT_TRUE(host.MapsUid(65536));
+  EXPECT_FALSE(host.MapsUid(65537));
+  runtime::HostFacts root = RootHost();
+  root.root_acts_unprivileged = true;
+  EXPECT_FALSE(root.IsRoot());
+}
+
 }  // namespace
 }  // namespace sbx::dispatch
