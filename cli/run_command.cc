@@ -20,7 +20,8 @@ using dispatch::AgentPreset;
 using dispatch::DispatchBackend;
 using dispatch::DispatchRequest;
 
-void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend) {
+void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
+              bool& tty, bool& no_tty) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
@@ -46,6 +47,11 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--status-json", r.status_json, "write the dispatch's status document here");
   app.add_option("--seccomp-allow", r.seccomp_allow, "relax one seccomp group (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: USER or UID[:GID] the sandbox runs as");
+  auto* tty_flag = app.add_flag("--tty", tty,
+                                "give the agent a terminal of the sandbox, relayed to this one "
+                                "(default when stdin and stdout are terminals)");
+  app.add_flag("--no-tty", no_tty, "never give the agent a terminal: plain stdin/stdout/stderr")
+      ->excludes(tty_flag);
   app.footer("The command comes after --: ateam-sandbox run [OPTIONS] -- COMMAND [ARGS...]");
 }
 
@@ -67,7 +73,9 @@ int RunRunCommand(std::span<const std::string> args) {
   DispatchRequest request;
   std::string agent = "none";
   std::string backend = "native";
-  AddFlags(app, request, agent, backend);
+  bool tty = false;
+  bool no_tty = false;
+  AddFlags(app, request, agent, backend, tty, no_tty);
   // Everything after the first "--" is the command, verbatim; CLI11 sees only the options.
   auto separator = std::find(args.begin(), args.end(), "--");
   if (separator != args.end()) request.command.assign(separator + 1, args.end());
@@ -88,6 +96,9 @@ int RunRunCommand(std::span<const std::string> args) {
                   : agent == "opencode" ? AgentPreset::kOpencode
                                         : AgentPreset::kNone;
   request.backend = backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
+  request.tty = tty      ? dispatch::TtyMode::kOn
+                : no_tty ? dispatch::TtyMode::kOff
+                         : dispatch::TtyMode::kAuto;
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
   if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);

@@ -17,6 +17,9 @@ namespace sbx::dispatch {
 
 inline constexpr const char* kSandboxHome = "/home/ateam-sandbox";
 inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
+// The socket the agent's terminal is handed over on (--tty), in the state directory and in
+// kTunnelDir.
+inline constexpr const char* kTtySocketName = "tty.sock";
 
 // Everything resolved on the host before the layout is built.
 struct DispatchHostPaths {
@@ -30,6 +33,8 @@ struct DispatchHostPaths {
   std::vector<std::string> host_env;       // the caller's environment (NAME=VALUE)
   std::vector<uint8_t> seccomp_program;    // the compiled default policy
   std::string agent_bin_dir;               // where the agent was found, outside /usr ("" otherwise)
+  std::string tty_socket = {};  // host path of the tty handover socket ("" without --tty)
+  std::string tty_size = {};    // "ROWSxCOLS" for the agent's terminal ("" unknown)
 };
 
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,

@@ -10,6 +10,9 @@ namespace sbx::dispatch {
 
 enum class AgentPreset { kNone, kClaude, kOpencode };
 enum class DispatchBackend { kNative, kBwrap };
+// Whether the agent gets a terminal of the sandbox (dispatch/tty_session.h): kAuto is on when
+// the caller's stdin and stdout are both terminals.
+enum class TtyMode { kOff, kOn, kAuto };
 
 struct DispatchRequest {
   std::optional<std::string> repo;            // --repo: cloned fresh
@@ -32,6 +35,7 @@ struct DispatchRequest {
   std::optional<std::string> status_json;
   std::vector<std::string> seccomp_allow;
   std::optional<std::string> run_as;  // root callers: a user name or uid[:gid]
+  TtyMode tty = TtyMode::kOff;        // --tty / --no-tty; the command line's default is kAuto
   std::vector<std::string> command;
 };
 

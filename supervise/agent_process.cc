@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/syscalls.h"
+#include "supervise/agent_tty.h"
 
 namespace sbx::supervise {
 namespace {
@@ -41,17 +42,24 @@ void WriteAll(const char* text, size_t len) noexcept {
   }
 }
 
-// Child side: never returns. `argv` and `prefix` were built before the fork, so nothing
-// here allocates or formats beyond strerror.
-[[noreturn]] void ExecAgent(char* const* argv, const std::string& prefix) noexcept {
-  ResetSignals();
-  ::execvp(argv[0], argv);
-  const int err = errno;
+[[noreturn]] void FailChild(const std::string& prefix, int err) noexcept {
   const char* reason = std::strerror(err);  // NOLINT(concurrency-mt-unsafe): one thread
   WriteAll(prefix.data(), prefix.size());
   WriteAll(reason, std::strlen(reason));
   WriteAll("\n", 1);
   ::_exit(kExecFailedExit);
+}
+
+// Child side: never returns. `argv` and the prefixes were built before the fork, so nothing
+// here allocates or formats beyond strerror.
+[[noreturn]] void ExecAgent(char* const* argv, int tty_slave, const std::string& tty_prefix,
+                            const std::string& prefix) noexcept {
+  if (tty_slave >= 0) {
+    if (int err = AttachControllingTty(tty_slave); err != 0) FailChild(tty_prefix, err);
+  }
+  ResetSignals();
+  ::execvp(argv[0], argv);
+  FailChild(prefix, errno);
 }
 
 // clone3 with CLONE_PIDFD: the pidfd exists from the first instant, so no signal can ever
@@ -66,12 +74,14 @@ pid_t CloneWithPidfd(int* pidfd) {
 
 }  // namespace
 
-base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command) {
+base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, int tty_slave) {
   std::vector<char*> argv;
   argv.reserve(command.size() + 1);
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   const std::string prefix = "ateam-sandbox supervise: cannot run " + command.front() + ": ";
+  const std::string tty_prefix =
+      "ateam-sandbox supervise: cannot give " + command.front() + " its terminal: ";
 
   int pidfd = -1;
   pid_t pid = CloneWithPidfd(&pidfd);
@@ -79,7 +89,7 @@ base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command) {
   const bool use_fork = pid < 0 && errno == ENOSYS;
   if (use_fork) pid = ::fork();
   if (pid < 0) return base::ErrnoError("Can't fork the agent", command.front());
-  if (pid == 0) ExecAgent(argv.data(), prefix);
+  if (pid == 0) ExecAgent(argv.data(), tty_slave, tty_prefix, prefix);
 
   AgentProcess agent;
   agent.pid = pid;

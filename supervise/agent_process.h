@@ -24,8 +24,11 @@ struct AgentProcess {
 // and execvp's `command` in the child, after resetting every signal disposition to default
 // and unblocking every signal. When exec fails the child writes
 // "ateam-sandbox supervise: cannot run CMD: <strerror>" to stderr and _exits 127.
-// `command` must not be empty.
-base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command);
+// `command` must not be empty. With `tty_slave` (borrowed, close-on-exec; -1 for none) the
+// child first becomes a session leader with it as controlling terminal and fds 0-2
+// (AttachControllingTty); when that fails it writes "... cannot give CMD its terminal: ..."
+// and _exits 127.
+base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, int tty_slave = -1);
 
 // A wait status as a shell exit code: the exit status, or 128 + the signal number.
 int ExitCodeFromWaitStatus(int status);

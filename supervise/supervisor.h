@@ -13,10 +13,13 @@
 //      send the listener over it and close both (HandOverRouteListeners): the host relay
 //      accepts the agent's connections itself, and no byte or connection passes through here;
 //   4. drop every capability, keep no_new_privs, become non-dumpable;
-//   5. fork + exec the agent (SpawnAgent);
+//   5. with --tty, open the agent's terminal and hand its master to `run` (agent_tty.h);
+//      fork + exec the agent (SpawnAgent), on that terminal in its own session when there is one;
 //   6. on one event loop, watch the agent's pidfd and reap every other child (orphans of the
 //      sandbox are re-parented to pid 1);
 //   7. SIGTERM/SIGINT are forwarded to the agent; a second one ends the supervisor at once.
+//      With --tty, a stop of the agent itself is answered with SIGCONT (nothing else in its
+//      session could continue it); its jobs stop and continue under its own job control.
 // When the agent exits the loop stops; the connections live in the host relay.
 #pragma once
 
