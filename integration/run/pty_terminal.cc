@@ -114,6 +114,46 @@ bool PtyTerminal::WaitFor(std::string_view needle, std::chrono::milliseconds tim
   return true;
 }
 
+bool PtyTerminal::WaitForText(std::string_view words, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  size_t checked = SIZE_MAX;
+  for (;;) {
+    if (output_.size() != checked) {
+      checked = output_.size();
+      if (Text().find(words) != std::string::npos) return true;
+    }
+    if (Clock::now() >= deadline) return false;
+    Pump(20);
+  }
+}
+
+std::string PtyTerminal::Text() const {
+  std::string text;
+  auto blank = [&] {
+    if (!text.empty() && text.back() != ' ') text += ' ';
+  };
+  for (size_t i = 0; i < output_.size(); ++i) {
+    char c = output_[i];
+    if (c == '\x1b' && i + 1 < output_.size()) {
+      char kind = output_[++i];
+      if (kind == '[') {  // CSI: parameters, then one final byte in @..~
+        while (i + 1 < output_.size() && (output_[i + 1] < 0x40 || output_[i + 1] > 0x7e)) ++i;
+        ++i;
+      } else if (kind == ']') {  // OSC: up to BEL or ESC backslash
+        while (i + 1 < output_.size() && output_[i + 1] != '\a' && output_[i + 1] != '\x1b') ++i;
+        ++i;
+        if (i < output_.size() && output_[i] == '\x1b') ++i;
+      }
+      blank();
+    } else if (c == ' ' || c == '\r' || c == '\n' || c == '\t') {
+      blank();
+    } else if (static_cast<unsigned char>(c) >= 0x20) {
+      text += c;
+    }
+  }
+  return text;
+}
+
 std::string PtyTerminal::Printable() const {
   std::string out;
   for (unsigned char c : output_) {

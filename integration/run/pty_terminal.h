@@ -29,6 +29,11 @@ class PtyTerminal {
   [[nodiscard]] pid_t pid() const { return pid_; }
   // Reads until everything written since the start contains `needle` (false on timeout).
   bool WaitFor(std::string_view needle, std::chrono::milliseconds timeout);
+  // WaitFor on Text(): for full-screen programs, which move the cursor between words.
+  bool WaitForText(std::string_view words, std::chrono::milliseconds timeout);
+  // Everything read so far as plain words: escape sequences and runs of blanks and line
+  // ends each become one space.
+  [[nodiscard]] std::string Text() const;
   // Everything read so far, raw (CR LF line ends, escape sequences).
   [[nodiscard]] const std::string& output() const { return output_; }
   // Everything read so far with non-printable bytes shown as \xNN, for messages.

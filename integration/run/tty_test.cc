@@ -6,12 +6,16 @@
 // No timing assertions: each step waits for the output it expects, under a watchdog.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <iostream>
 #include <sstream>
 #include <string>
 
+#include "integration/run/agents/agent_support.h"
 #include "integration/run/pty_terminal.h"
 #include "integration/run/run_support.h"
 
@@ -104,7 +108,7 @@ TEST_F(RunTtyTest, InteractiveShellSession) {
   terminal->Type("echo typed-$((6 * 7))\r");
   WAIT_FOR(terminal, "typed-42\r\n");
   terminal->Type("cd /tmp && pwd\r");
-  WAIT_FOR(terminal, "\r\n/tmp\r\n");
+  WAIT_FOR(terminal, "/tmp\r\n");  // the typed line shows "/tmp &&", not this
   terminal->Type("exit 7\r");
   EXPECT_EQ(terminal->Wait(kWatchdog), 7) << terminal->Printable();
   ExpectModesRestored(*terminal);
@@ -246,6 +250,81 @@ TEST_F(RunTtyTest, LastOutputIsNotLost) {
   EXPECT_EQ(terminal->Wait(kWatchdog), 4) << terminal->Printable();
   EXPECT_NE(terminal->output().find("line-1999\r\nlast-line\r\n"), std::string::npos)
       << terminal->Printable().substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace sbx::integration::run
+
+namespace sbx::integration::run {
+namespace {
+
+// The real claude's full-screen UI, as a user meets it: the first screen at the terminal's
+// size, a prompt typed and answered (by the fake api.anthropic.com, through the tunnel), and
+// Ctrl-C twice to leave. Its configuration (onboarding done, the workspace trusted, the
+// test key approved) is prepared in the workspace, as a user's ~/.claude.json would hold it.
+TEST(RunTtyAgentTest, ClaudeInteractiveSession) {
+  std::string missing = MissingPrerequisite({"sh"});
+  if (missing.empty()) missing = AgentsUnavailableReason();
+  if (!missing.empty()) GTEST_SKIP() << "\n*** AGENT TEST NOT RUN: " << missing << " ***\n";
+  FakeAnthropic api;
+  ASSERT_TRUE(api.ok()) << api.failure();
+  TempDir work, out;
+  const std::string key = "sk-ant-sbx-test-not-a-real-key";
+  std::string config_dir = work.Sub(".claude-config");
+  ASSERT_EQ(mkdir(config_dir.c_str(), 0700), 0);
+  // claude remembers an approved key by its last 20 characters.
+  WriteFile(config_dir + "/.claude.json",
+            "{\"hasCompletedOnboarding\": true, \"theme\": \"dark\",\n"
+            " \"customApiKeyResponses\": {\"approved\": [\"" +
+                key.substr(key.size() - 20) +
+                "\"], \"rejected\": []},\n"
+                " \"projects\": {\"" +
+                work.path() +
+                "\": {\"hasTrustDialogAccepted\": true,"
+                " \"hasCompletedProjectOnboarding\": true}}}\n");
+  if (getuid() == 0) {
+    for (const std::string& path : {config_dir, config_dir + "/.claude.json"}) {
+      ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+    }
+  }
+  HandToSandboxUser(work.path());
+  Args options = {
+      "--workspace", work.path(),
+      "--out",       out.path(),
+      "--agent",     "claude",
+      "--allow",     std::string("api.anthropic.com=127.0.0.1:") + std::to_string(api.port()),
+      "--ro",        api.ca_path(),
+      "--setenv",    "NODE_EXTRA_CA_CERTS=" + api.ca_path(),
+      "--setenv",    "ANTHROPIC_API_KEY=" + key,
+      "--setenv",    "CLAUDE_CONFIG_DIR=" + config_dir,
+      "--timeout",   "150"};
+  for (const char* quiet : {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+                            "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}) {
+    options.emplace_back("--setenv");
+    options.emplace_back(quiet);
+  }
+  const char* path = std::getenv("PATH");
+  PtyTerminal terminal(RunArgv(options, {"claude"}), 40, 160,
+                       {"PATH=" + AgentsBinDir() + ":" + (path != nullptr ? path : "/usr/bin"),
+                        "TERM=xterm-256color"});
+  termios before = terminal.Modes();
+  auto screen = [&] { return terminal.Text() + "\nfake server log:\n" + api.Log(); };
+  // The first screen: the input line with its hint under it.
+  ASSERT_TRUE(terminal.WaitForText("? for shortcuts", seconds(90))) << screen();
+  // Typed keys show in the input line before Enter sends them (keys and Enter in one
+  // write would look like a paste).
+  terminal.Type("hello");
+  ASSERT_TRUE(terminal.WaitForText("hello", kWatchdog)) << screen();
+  terminal.Type("\r");
+  ASSERT_TRUE(terminal.WaitForText(kFakeReply, seconds(90))) << screen();
+  // Ctrl-C on an empty input asks for a second one, which leaves.
+  terminal.Type("\x03");
+  ASSERT_TRUE(terminal.WaitForText("again to exit", kWatchdog)) << screen();
+  terminal.Type("\x03");
+  EXPECT_EQ(terminal.Wait(seconds(90)), 0) << screen();
+  termios after = terminal.Modes();
+  EXPECT_TRUE(SameModes(before, after))
+      << "before: " << DescribeModes(before) << "\nafter:  " << DescribeModes(after);
 }
 
 }  // namespace
