@@ -88,6 +88,26 @@ TEST_F(RunTtyTest, ExplicitTtyFlagAndNoTty) {
   EXPECT_EQ(piped->output().find("name=/dev/pts/"), std::string::npos) << piped->Printable();
 }
 
+// Callers that are not terminals (ateam, scripts) get the pipe mode, as before --tty existed.
+TEST_F(RunTtyTest, NonTerminalCallerKeepsPipes) {
+  RunResult res = RunAteam(Options(), {"sh", "-c", "tty; echo done"});
+  EXPECT_EQ(res.exit_code, 0) << Describe(res);
+  EXPECT_NE(res.out.find("not a tty\ndone\n"), std::string::npos) << Describe(res);
+
+  RunResult both = RunAteam(Options({"--tty", "--no-tty"}), {"true"});
+  EXPECT_EQ(both.exit_code, 125) << Describe(both);
+}
+
+// --tty without a terminal: the agent still gets one; input that ends (here /dev/null) is
+// passed on as Ctrl-D, the end of input for a program reading lines.
+TEST_F(RunTtyTest, ForcedTtyWithoutCallerTerminal) {
+  RunResult res =
+      RunAteam(Options({"--tty"}), {"sh", "-c", "echo name=$(tty); cat; echo cat-ended; exit 6"});
+  EXPECT_EQ(res.exit_code, 6) << Describe(res);
+  EXPECT_NE(res.out.find("name=/dev/pts/"), std::string::npos) << Describe(res);
+  EXPECT_NE(res.out.find("cat-ended\r\n"), std::string::npos) << Describe(res);
+}
+
 TEST_F(RunTtyTest, WindowChangeReachesAgent) {
   // `wait` returns for a trapped signal; a plain `sleep` would hold the trap back.
   auto terminal = Start({"sh", "-c",
