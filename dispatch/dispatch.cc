@@ -124,6 +124,9 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const SandboxProcess& sandbox
   (void)loop.WatchCallback(signal_fd, EPOLLIN, [&](uint32_t) {
     signalfd_siginfo info{};
     if (::read(signal_fd, &info, sizeof(info)) != sizeof(info)) return;
+    // A terminal that went away may say so twice (the kernel's SIGHUP, the relay's own):
+    // once is the hang-up, never the second interrupt that kills at once.
+    if (info.ssi_signo == SIGHUP && hang_up && outcome.signal == SIGHUP) return;
     outcome.reason = "interrupted";
     outcome.signal = static_cast<int>(info.ssi_signo);
     if (++interrupts == 1) {

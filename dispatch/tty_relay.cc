@@ -67,8 +67,12 @@ void TtyRelay::Buffer::Consume(size_t n) {
   if (begin == end) begin = end = 0;
 }
 
-TtyRelay::TtyRelay(relay::EventLoop* loop, base::UniqueFd master, CallerEnds caller)
-    : loop_(loop), master_(std::move(master)), caller_(std::move(caller)) {
+TtyRelay::TtyRelay(relay::EventLoop* loop, base::UniqueFd master, CallerEnds caller,
+                   std::function<void()> caller_gone)
+    : loop_(loop),
+      master_(std::move(master)),
+      caller_(std::move(caller)),
+      caller_gone_(std::move(caller_gone)) {
   to_agent_.bytes.resize(kBufferSize);
   to_caller_.bytes.resize(kBufferSize);
   input_open_ = caller_.input >= 0;
@@ -106,6 +110,12 @@ void TtyRelay::HangUp() {
   input_open_ = false;
   master_readable_ = false;
   to_agent_.begin = to_agent_.end = 0;
+}
+
+void TtyRelay::CallerGone() {
+  if (!master_) return;
+  HangUp();
+  if (caller_gone_) caller_gone_();
 }
 
 void TtyRelay::OnInput() {
@@ -146,7 +156,7 @@ void TtyRelay::InputEnded() {
   input_open_ = false;
   if (input_watch_) (void)input_watch_->Set(0);
   if (caller_.input_is_terminal) {
-    HangUp();
+    CallerGone();
     return;
   }
   if (to_agent_.room() + to_agent_.begin > 0) {
@@ -206,7 +216,7 @@ void TtyRelay::FlushToCaller() {
     // EIO, EPIPE: the caller's terminal is gone; so is the session.
     to_caller_.begin = to_caller_.end = 0;
     caller_.output = -1;
-    HangUp();
+    CallerGone();
     return;
   }
 }

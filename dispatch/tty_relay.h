@@ -10,7 +10,7 @@
 // How the session ends:
 //  * the caller's terminal goes away (stdin reads EOF or fails, or stdout fails): HangUp(),
 //    which closes the master, so the kernel hangs the terminal up and the agent's session
-//    gets SIGHUP, as on a terminal window closed;
+//    gets SIGHUP, as on a terminal window closed; then `caller_gone` is called;
 //  * stdin that is not a terminal (a pipe) ends: one Ctrl-D (VEOF) is passed on after its
 //    last byte, which a program reading lines takes as end of input;
 //  * the agent's side is closed by every process of the sandbox: the master reads EIO and the
@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -42,7 +43,8 @@ struct CallerEnds {
 
 class TtyRelay {
  public:
-  TtyRelay(relay::EventLoop* loop, base::UniqueFd master, CallerEnds caller);
+  TtyRelay(relay::EventLoop* loop, base::UniqueFd master, CallerEnds caller,
+           std::function<void()> caller_gone);
   ~TtyRelay();
   TtyRelay(const TtyRelay&) = delete;
   TtyRelay& operator=(const TtyRelay&) = delete;
@@ -74,6 +76,7 @@ class TtyRelay {
   void OnOutput();
   void ReadInput();
   void InputEnded();
+  void CallerGone();
   void ReadMaster();
   void FlushToAgent();
   void FlushToCaller();
@@ -82,6 +85,7 @@ class TtyRelay {
   relay::EventLoop* loop_;
   base::UniqueFd master_;
   CallerEnds caller_;
+  std::function<void()> caller_gone_;
   Buffer to_agent_;
   Buffer to_caller_;
   bool input_open_ = true;

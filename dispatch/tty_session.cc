@@ -164,7 +164,11 @@ void TtySession::BeginRelay(base::UniqueFd master) {
   ends.output_owned = ReopenNonBlocking(STDOUT_FILENO, O_WRONLY);
   ends.output = ends.output_owned ? ends.output_owned.get() : STDOUT_FILENO;
   ends.output_nonblocking = static_cast<bool>(ends.output_owned);
-  relay_ = std::make_unique<TtyRelay>(loop_, std::move(master), std::move(ends));
+  // The caller's terminal went away without a SIGHUP for `run` (it is not in the terminal's
+  // foreground, or only the output side failed): the same as one, so the dispatch loop
+  // stops the sandbox as it does for SIGHUP.
+  relay_ = std::make_unique<TtyRelay>(loop_, std::move(master), std::move(ends),
+                                      [] { (void)::kill(::getpid(), SIGHUP); });
   // The size may have changed since the supervisor was given it.
   CopyWindowSize();
   if (auto st = relay_->Start(); !st) {

@@ -48,10 +48,11 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
 
 // The forked child: async-signal-safe calls only. A new session, whose controlling terminal
 // the slave becomes when opened without O_NOCTTY; then fds 0-2 and exec.
-[[noreturn]] void ExecOnTerminal(const char* slave_name, char* const* argv, char* const* envp) {
+[[noreturn]] void ExecOnTerminal(const char* slave_name, bool controlling, char* const* argv,
+                                 char* const* envp) {
   if (setsid() < 0) _exit(126);
-  int tty = open(slave_name, O_RDWR);
-  if (tty < 0 || ioctl(tty, TIOCSCTTY, 0) != 0) _exit(126);
+  int tty = open(slave_name, O_RDWR | (controlling ? 0 : O_NOCTTY));
+  if (tty < 0 || (controlling && ioctl(tty, TIOCSCTTY, 0) != 0)) _exit(126);
   for (int fd = 0; fd < 3; ++fd) {
     if (dup2(tty, fd) < 0) _exit(126);
   }
@@ -67,7 +68,7 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
 }  // namespace
 
 PtyTerminal::PtyTerminal(const Args& argv, unsigned short rows, unsigned short cols,
-                         const std::vector<std::string>& extra_env) {
+                         const std::vector<std::string>& extra_env, bool controlling) {
   master_ = Fd(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!master_ || grantpt(master_.get()) != 0 || unlockpt(master_.get()) != 0) {
     Die("posix_openpt");
@@ -82,7 +83,7 @@ PtyTerminal::PtyTerminal(const Args& argv, unsigned short rows, unsigned short c
   std::vector<char*> c_env = CStrings(env);
   pid_ = fork();
   if (pid_ < 0) Die("fork");
-  if (pid_ == 0) ExecOnTerminal(slave_name.c_str(), c_args.data(), c_env.data());
+  if (pid_ == 0) ExecOnTerminal(slave_name.c_str(), controlling, c_args.data(), c_env.data());
 }
 
 PtyTerminal::~PtyTerminal() {

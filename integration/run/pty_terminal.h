@@ -19,8 +19,10 @@ namespace sbx::integration::run {
 class PtyTerminal {
  public:
   // Starts `argv` with the terminal sized `rows` x `cols`; `extra_env` as RunOptions'.
+  // `controlling` false: the terminal is only the command's fds 0-2, not its controlling
+  // terminal, so its hang-up sends the command no SIGHUP.
   PtyTerminal(const Args& argv, unsigned short rows, unsigned short cols,
-              const std::vector<std::string>& extra_env = {});
+              const std::vector<std::string>& extra_env = {}, bool controlling = true);
   PtyTerminal(const PtyTerminal&) = delete;
   PtyTerminal& operator=(const PtyTerminal&) = delete;
   // Kills the command's session if it is still running.

@@ -236,9 +236,23 @@ TEST_F(RunTtyTest, ClosingTheTerminalHangsUpTheAgent) {
                              "; exit 3' HUP; echo ready; while :; do sleep 1 & wait $!; done"});
   WAIT_FOR(terminal, "ready");
   terminal->Close();
-  int code = terminal->Wait(kWatchdog);
-  EXPECT_NE(code, -1);
-  EXPECT_EQ(ReadFile(marker).value_or("<none>"), "hup\n") << "exit " << code;
+  EXPECT_EQ(terminal->Wait(kWatchdog), 128 + SIGHUP);  // `run` interrupted by the hang-up
+  EXPECT_EQ(ReadFile(marker).value_or("<none>"), "hup\n");
+}
+
+// The same when `run` gets no SIGHUP (the terminal is not its controlling one): reading the
+// end of its input is enough.
+TEST_F(RunTtyTest, TerminalEndWithoutSighupHangsUpTheAgent) {
+  std::string marker = out_.Sub("hangup");
+  PtyTerminal terminal(
+      RunArgv(Options(), {"sh", "-c",
+                          "trap 'echo hup > " + marker +
+                              "; exit 3' HUP; echo ready; while :; do sleep 1 & wait $!; done"}),
+      24, 80, {"TERM=xterm"}, /*controlling=*/false);
+  ASSERT_TRUE(terminal.WaitFor("ready", kWatchdog)) << terminal.Printable();
+  terminal.Close();
+  EXPECT_EQ(terminal.Wait(kWatchdog), 128 + SIGHUP);
+  EXPECT_EQ(ReadFile(marker).value_or("<none>"), "hup\n");
 }
 
 TEST_F(RunTtyTest, TerminalRestoredWhenRunIsInterrupted) {
