@@ -12,7 +12,7 @@
 namespace sbx::dispatch {
 namespace {
 
-constexpr size_t kBufferSize = 64 * 1024;
+constexpr size_t kBufferSize = size_t{64} * 1024;
 constexpr char kEndOfInput = 0x04;  // Ctrl-D, VEOF of a terminal in its default settings
 // Drain(): how long a caller's output that takes nothing may hold up the end of `run`.
 constexpr int kDrainStallMs = 5000;

@@ -5,9 +5,9 @@
 //
 // No timing assertions: each step waits for the output it expects, under a watchdog.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <chrono>
 #include <cstdlib>
