@@ -134,9 +134,10 @@ TEST_F(RunTtyTest, InteractiveShellSession) {
   ExpectModesRestored(*terminal);
 }
 
-// Ctrl-C and Ctrl-Z are bytes to `run` (its terminal is raw); the sandbox's terminal turns
-// them into SIGINT and SIGTSTP for the shell's foreground job, and `run` goes on.
-TEST_F(RunTtyTest, CtrlCAndCtrlZReachTheForegroundJob) {
+// Ctrl-C, Ctrl-\ and Ctrl-Z are bytes to `run` (its terminal is raw); the sandbox's terminal
+// turns them into SIGINT, SIGQUIT and SIGTSTP for the shell's foreground job, and `run` goes
+// on.
+TEST_F(RunTtyTest, ControlKeysReachTheForegroundJob) {
   auto terminal = Start({"sh", "-i"});
   WAIT_FOR(terminal, kPrompt);
   // The job says it started only once it is the sleep (exec), so the key cannot reach the
@@ -146,6 +147,12 @@ TEST_F(RunTtyTest, CtrlCAndCtrlZReachTheForegroundJob) {
   terminal->Type("\x03");
   terminal->Type("echo status=$?\r");
   WAIT_FOR(terminal, "status=130\r\n");  // 128 + SIGINT
+
+  terminal->Type("sh -c 'echo quitting-$((2 * 8)); exec sleep 100'\r");
+  WAIT_FOR(terminal, "quitting-16\r\n");
+  terminal->Type("\x1c");  // Ctrl-backslash
+  terminal->Type("echo status=$?\r");
+  WAIT_FOR(terminal, "status=131\r\n");  // 128 + SIGQUIT
 
   terminal->Type("sh -c 'echo started-$((5 * 5)); exec sleep 100'\r");
   WAIT_FOR(terminal, "started-25\r\n");
@@ -157,6 +164,15 @@ TEST_F(RunTtyTest, CtrlCAndCtrlZReachTheForegroundJob) {
   // dash may still count the job as stopped and refuse the first exit, never the second.
   terminal->Type("exit 0\rexit 0\r");
   EXPECT_EQ(terminal->Wait(kWatchdog), 0) << terminal->Printable();
+  ExpectModesRestored(*terminal);
+}
+
+// The agent leads its session: nothing above it could continue it once stopped, so the
+// supervisor does.
+TEST_F(RunTtyTest, StoppedAgentIsContinued) {
+  auto terminal = Start({"sh", "-c", "kill -STOP $$; echo continued-$((3 + 4))"});
+  EXPECT_EQ(terminal->Wait(kWatchdog), 0) << terminal->Printable();
+  EXPECT_NE(terminal->output().find("continued-7"), std::string::npos) << terminal->Printable();
   ExpectModesRestored(*terminal);
 }
 
