@@ -22,7 +22,7 @@ using dispatch::DispatchBackend;
 using dispatch::DispatchRequest;
 
 void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
-              std::string& timeout) {
+              std::string& timeout, bool& tty, bool& no_tty) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
@@ -58,6 +58,11 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
       ->check(CLI::PositiveNumber);
   app.add_flag("--allow-nested-userns", r.allow_nested_userns,
                "let the agent create user namespaces (its own sandbox), at most 16");
+  auto* tty_flag = app.add_flag("--tty", tty,
+                                "give the agent a terminal of the sandbox, relayed to this one "
+                                "(default when stdin and stdout are terminals)");
+  app.add_flag("--no-tty", no_tty, "never give the agent a terminal: plain stdin/stdout/stderr")
+      ->excludes(tty_flag);
   app.footer(
       "The command comes after the options, after -- when it starts with '-':\n"
       "  ateam-sandbox run [OPTIONS] [--] COMMAND [ARGS...]");
@@ -93,7 +98,9 @@ int RunRunCommand(std::span<const std::string> args) {
   std::string agent = "none";
   std::string backend = "native";
   std::string timeout;
-  AddFlags(app, request, agent, backend, timeout);
+  bool tty = false;
+  bool no_tty = false;
+  AddFlags(app, request, agent, backend, timeout, tty, no_tty);
   // The command, verbatim, is split off first; CLI11 sees only the options.
   std::vector<RunOptionName> known = KnownOptions(app);
   auto split = SplitRunArgs(args, known);
@@ -124,6 +131,9 @@ int RunRunCommand(std::span<const std::string> args) {
                   : agent == "opencode" ? AgentPreset::kOpencode
                                         : AgentPreset::kNone;
   request.backend = backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
+  request.tty = tty      ? dispatch::TtyMode::kOn
+                : no_tty ? dispatch::TtyMode::kOff
+                         : dispatch::TtyMode::kAuto;
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
   if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,8 @@
 #include "dispatch/prepare.h"
 #include "dispatch/request_checks.h"
 #include "dispatch/state_janitor.h"
+#include "dispatch/terminal.h"
+#include "dispatch/tty_session.h"
 #include "dispatch/workspace.h"
 #include "netns/hosts.h"
 #include "relay/event_loop.h"
@@ -143,18 +146,28 @@ struct LoopOutcome {
 // Serves the relays until the sandbox's first process is gone. SIGINT/SIGTERM are passed
 // to the supervisor (which passes them to the agent); a second one, or 5 s without an
 // end, kills the sandbox whole. The timeout kills it whole at once.
+// With a terminal (`hang_up` set), SIGHUP is the caller's terminal going away: the agent's
+// terminal is hung up instead, so it gets SIGHUP through its own terminal as it would there.
 LoopOutcome ServeUntilExit(relay::EventLoop& loop, const SandboxProcess& sandbox, int signal_fd,
-                           std::optional<double> timeout_seconds) {
+                           std::optional<double> timeout_seconds,
+                           const std::function<void()>& hang_up) {
   LoopOutcome outcome;
   int interrupts = 0;
   (void)loop.WatchCallback(sandbox.pidfd(), EPOLLIN, [&](uint32_t) { loop.Stop(); });
   (void)loop.WatchCallback(signal_fd, EPOLLIN, [&](uint32_t) {
     signalfd_siginfo info{};
     if (::read(signal_fd, &info, sizeof(info)) != sizeof(info)) return;
+    // A terminal that went away may say so twice (the kernel's SIGHUP, the relay's own):
+    // once is the hang-up, never the second interrupt that kills at once.
+    if (info.ssi_signo == SIGHUP && hang_up && outcome.signal == SIGHUP) return;
     outcome.reason = "interrupted";
     outcome.signal = static_cast<int>(info.ssi_signo);
     if (++interrupts == 1) {
-      sandbox.Signal(SIGTERM);
+      if (info.ssi_signo == SIGHUP && hang_up) {
+        hang_up();
+      } else {
+        sandbox.Signal(SIGTERM);
+      }
       loop.AddTimer(std::chrono::seconds(5), [&] { sandbox.Signal(SIGKILL); });
     } else {
       sandbox.Signal(SIGKILL);
@@ -299,6 +312,12 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (!tunnel) return tunnel.error();
   auto hosts_fd = HostsFileFd(*routes);
   if (!hosts_fd) return hosts_fd.error();
+  std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
+  if (WantsTty(request.tty)) {
+    auto session = TtySession::Create(loop->get(), state_dir->path(), relay_options.socket_owner);
+    if (!session) return session.error();
+    tty = std::move(*session);
+  }
 
   auto landlock = DispatchLandlockPolicy(request, dirs->workspace, dirs->out);
   if (!landlock) return landlock.error();
@@ -314,6 +333,10 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
                           agent->bin_dir,
                           LandlockSupervisorArgs(*landlock)};
   paths.sandbox_user = SandboxUserName(*run_as ? (*run_as)->uid : host->uid);
+  if (tty) {
+    paths.tty_socket = tty->socket_path();
+    paths.tty_size = tty->size_argument();
+  }
   for (const auto& r : (*tunnel)->routes()) {
     auto address = netns::RouteAddress(static_cast<size_t>(r.route.index));
     if (!address) return address.error();
@@ -345,6 +368,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   result->limits_json = RenderLimitsJson(*limits, report);
   auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
+  if (tty) plan->stdout_tty.reset();  // the caller's terminal is never the sandbox's console
   if (request.dry_run) {
     fmt::print("{}", runtime::PrintPlan(*plan));
     fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(*plan, request.bwrap_path));
@@ -372,7 +396,14 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (base_commit) result->base_commit = *base_commit;
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
+  std::optional<CallerStdioHidden> hidden;
+  if (tty) {
+    auto swapped = tty->HideCallerStdio();
+    if (!swapped) return swapped.error();
+    hidden.emplace(std::move(*swapped));
+  }
   auto sandbox = SandboxProcess::Start(*plan, request);
+  hidden.reset();
   if (!sandbox) {
     // A refused namespace, mount or /proc comes back in the kernel's words: name the step
     // and point to doctor instead.
@@ -380,8 +411,15 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
     return sandbox.error();
   }
   hosts_fd->reset();
+  if (tty) {
+    if (auto st = tty->Start(); !st) return st;
+  }
   result->setup_ms = MsSince(start);
-  LoopOutcome outcome = ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds);
+  std::function<void()> hang_up;
+  if (tty) hang_up = [&tty] { tty->HangUp(); };
+  LoopOutcome outcome =
+      ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds, hang_up);
+  if (tty) tty->Finish();
   RecordExit(sandbox->Reap(), outcome, result);
   if (cgroup) {
     if (result->exit_code == 128 + SIGKILL && cgroup->OomKills() > 0) {

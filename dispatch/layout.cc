@@ -105,6 +105,10 @@ void AddTunnel(runtime::SandboxSpec& spec, const DispatchHostPaths& paths) {
                                           fmt::format("{}/route-{}.sock", kTunnelDir, i), true,
                                           false, false});
   }
+  if (!paths.tty_socket.empty()) {
+    spec.ops.emplace_back(runtime::BindOp{
+        paths.tty_socket, fmt::format("{}/{}", kTunnelDir, kTtySocketName), true, false, false});
+  }
   spec.ops.emplace_back(runtime::BindDataOp{paths.hosts_fd, "/etc/hosts", true, 0644});
 }
 
@@ -116,6 +120,14 @@ std::vector<std::string> SupervisorCommand(const DispatchRequest& request,
     argv.push_back(fmt::format("{}={}/route-{}.sock", paths.route_listen[i], kTunnelDir, i));
   }
   argv.insert(argv.end(), paths.landlock_args.begin(), paths.landlock_args.end());
+  if (!paths.tty_socket.empty()) {
+    argv.emplace_back("--tty");
+    argv.push_back(fmt::format("{}/{}", kTunnelDir, kTtySocketName));
+    if (!paths.tty_size.empty()) {
+      argv.emplace_back("--tty-size");
+      argv.push_back(paths.tty_size);
+    }
+  }
   argv.emplace_back("--");
   argv.insert(argv.end(), request.command.begin(), request.command.end());
   return argv;

@@ -22,6 +22,9 @@ inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
 inline constexpr const char* kAgentGitName = "ateam agent";
 inline constexpr const char* kAgentGitEmail = "agent@ateam-sandbox.invalid";
 inline constexpr const char* kShmDir = "/dev/shm";  // its own tmpfs, sized apart from /dev
+// The socket the agent's terminal is handed over on (--tty), in the state directory and in
+// kTunnelDir.
+inline constexpr const char* kTtySocketName = "tty.sock";
 
 // Everything resolved on the host before the layout is built.
 struct DispatchHostPaths {
@@ -37,6 +40,8 @@ struct DispatchHostPaths {
   std::string agent_bin_dir;               // where the agent was found, outside /usr ("" otherwise)
   std::vector<std::string> landlock_args;  // the supervisor's --landlock options (landlock_plan.h)
   std::string sandbox_user = "ateam-sandbox";  // the agent's uid's name (USER, LOGNAME)
+  std::string tty_socket = {};  // host path of the tty handover socket ("" without --tty)
+  std::string tty_size = {};    // "ROWSxCOLS" for the agent's terminal ("" unknown)
 };
 
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,

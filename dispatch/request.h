@@ -10,6 +10,9 @@ namespace sbx::dispatch {
 
 enum class AgentPreset { kNone, kClaude, kOpencode };
 enum class DispatchBackend { kNative, kBwrap };
+// Whether the agent gets a terminal of the sandbox (dispatch/tty_session.h): kAuto is on when
+// the caller's stdin and stdout are both terminals.
+enum class TtyMode { kOff, kOn, kAuto };
 
 struct DispatchRequest {
   std::optional<std::string> repo;            // --repo: cloned fresh
@@ -39,6 +42,7 @@ struct DispatchRequest {
   std::optional<long long> pids;            // --pids
   std::optional<double> cpus;               // --cpus
   bool allow_nested_userns = false;         // --allow-nested-userns
+  TtyMode tty = TtyMode::kOff;              // --tty / --no-tty; the command line's default is kAuto
   std::vector<std::string> command;
 };
 

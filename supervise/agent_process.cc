@@ -11,6 +11,7 @@
 
 #include "base/syscalls.h"
 #include "security/landlock.h"
+#include "supervise/agent_tty.h"
 
 namespace sbx::supervise {
 namespace {
@@ -43,28 +44,44 @@ void WriteAll(const char* text, size_t len) noexcept {
   }
 }
 
-void WriteError(const char* prefix, int err) noexcept {
+[[noreturn]] void FailChild(const std::string& prefix, int err,
+                            int exit_code = kExecFailedExit) noexcept {
   const char* reason = std::strerror(err);  // NOLINT(concurrency-mt-unsafe): one thread
-  WriteAll(prefix, std::strlen(prefix));
+  WriteAll(prefix.data(), prefix.size());
   WriteAll(reason, std::strlen(reason));
   WriteAll("\n", 1);
+  ::_exit(exit_code);
 }
 
-// Child side: never returns. `argv` and `prefix` were built before the fork, so nothing
-// here allocates or formats beyond strerror. Landlock comes last before exec: the
-// supervisor's own process (the parent) is never restricted.
-[[noreturn]] void ExecAgent(char* const* argv, const std::string& prefix,
-                            int landlock_ruleset) noexcept {
-  ResetSignals();
-  if (landlock_ruleset >= 0) {
-    if (int err = security::RestrictSelfWithLandlock(landlock_ruleset); err != 0) {
-      WriteError("ateam-sandbox supervise: cannot apply Landlock: ", err);
-      ::_exit(kLandlockFailedExit);
+// What the child needs, all built before the fork, so that nothing there allocates or
+// formats beyond strerror.
+struct ChildPlan {
+  char* const* argv;
+  const std::string& prefix;
+  int tty_slave;
+  const std::string& tty_prefix;
+  int landlock_ruleset;
+};
+
+const std::string kLandlockPrefix = "ateam-sandbox supervise: cannot apply Landlock: ";
+
+// Child side: never returns. Landlock comes last before exec: the supervisor's own process
+// (the parent) is never restricted, and the terminal is attached before the ruleset could
+// refuse anything.
+[[noreturn]] void ExecAgent(const ChildPlan& plan) noexcept {
+  if (plan.tty_slave >= 0) {
+    if (int err = AttachControllingTty(plan.tty_slave); err != 0) {
+      FailChild(plan.tty_prefix, err);
     }
   }
-  ::execvp(argv[0], argv);
-  WriteError(prefix.c_str(), errno);
-  ::_exit(kExecFailedExit);
+  ResetSignals();
+  if (plan.landlock_ruleset >= 0) {
+    if (int err = security::RestrictSelfWithLandlock(plan.landlock_ruleset); err != 0) {
+      FailChild(kLandlockPrefix, err, kLandlockFailedExit);
+    }
+  }
+  ::execvp(plan.argv[0], plan.argv);
+  FailChild(plan.prefix, errno);
 }
 
 // clone3 with CLONE_PIDFD: the pidfd exists from the first instant, so no signal can ever
@@ -79,13 +96,15 @@ pid_t CloneWithPidfd(int* pidfd) {
 
 }  // namespace
 
-base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command,
+base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, int tty_slave,
                                       int landlock_ruleset) {
   std::vector<char*> argv;
   argv.reserve(command.size() + 1);
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   const std::string prefix = "ateam-sandbox supervise: cannot run " + command.front() + ": ";
+  const std::string tty_prefix =
+      "ateam-sandbox supervise: cannot give " + command.front() + " its terminal: ";
 
   int pidfd = -1;
   pid_t pid = CloneWithPidfd(&pidfd);
@@ -93,7 +112,7 @@ base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command,
   const bool use_fork = pid < 0 && errno == ENOSYS;
   if (use_fork) pid = ::fork();
   if (pid < 0) return base::ErrnoError("Can't fork the agent", command.front());
-  if (pid == 0) ExecAgent(argv.data(), prefix, landlock_ruleset);
+  if (pid == 0) ExecAgent({argv.data(), prefix, tty_slave, tty_prefix, landlock_ruleset});
 
   AgentProcess agent;
   agent.pid = pid;

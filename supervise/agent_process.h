@@ -24,10 +24,13 @@ struct AgentProcess {
 // and execvp's `command` in the child, after resetting every signal disposition to default
 // and unblocking every signal. When exec fails the child writes
 // "ateam-sandbox supervise: cannot run CMD: <strerror>" to stderr and _exits 127.
-// `command` must not be empty. With a `landlock_ruleset` fd (security::CreateLandlockRuleset)
-// the child restricts itself with it right before exec; when that fails it writes
+// `command` must not be empty. With `tty_slave` (borrowed, close-on-exec; -1 for none) the
+// child first becomes a session leader with it as controlling terminal and fds 0-2
+// (AttachControllingTty); when that fails it writes "... cannot give CMD its terminal: ..."
+// and _exits 127. With a `landlock_ruleset` fd (security::CreateLandlockRuleset) the child
+// then restricts itself with it right before exec; when that fails it writes
 // "ateam-sandbox supervise: cannot apply Landlock: <strerror>" and _exits 125.
-base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command,
+base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, int tty_slave = -1,
                                       int landlock_ruleset = -1);
 
 // A wait status as a shell exit code: the exit status, or 128 + the signal number.

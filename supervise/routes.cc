@@ -24,13 +24,14 @@ constexpr std::string_view kUsage =
     "usage: ateam-sandbox supervise --route ADDR:PORT=SOCKET_PATH [--route ...]\n"
     "                               [--probe-timeout-ms N]\n"
     "                               [--landlock PARTS [--landlock-write PATH ...]]\n"
-    "                               -- CMD [ARGS...]\n"
+    "                               [--tty SOCKET_PATH [--tty-size ROWSxCOLS]] -- CMD [ARGS...]\n"
     "Runs CMD as the tunnel supervisor (pid 1 of the sandbox): a private network namespace\n"
     "with only lo, one TCP listener per route on ADDR:PORT (127.77.0.2 .. 127.77.0.254)\n"
     "relayed to the Unix socket SOCKET_PATH. With --landlock (fs,net,scope), CMD may write\n"
     "only beneath each --landlock-write PATH and to the device files, connect over TCP\n"
     "only to the routes' ports, and signal or reach abstract sockets only in its own\n"
-    "processes. Exits with CMD's exit status.\n";
+    "processes. With --tty, CMD runs in its own session on a terminal of the sandbox, whose\n"
+    "master is sent over the Unix socket SOCKET_PATH. Exits with CMD's exit status.\n";
 
 Error BadRoute(std::string_view text, const std::string& why) {
   return Error::Message("bad --route '" + std::string(text) + "': " + why);
@@ -50,6 +51,37 @@ Result<std::chrono::milliseconds> ParseProbeTimeout(std::string_view text) {
                           std::to_string(kMaxProbeTimeout.count()));
   }
   return std::chrono::milliseconds(ms);
+}
+
+Result<SuperviseTty> ParseTtySocket(std::string_view text) {
+  if (text.empty() || text[0] != '/') {
+    return Error::Message("bad --tty '" + std::string(text) +
+                          "': the socket path must be absolute");
+  }
+  auto socket = relay::Endpoint::Unix(std::string(text));
+  if (!socket)
+    return Error::Message("bad --tty '" + std::string(text) + "': " + socket.error().Render());
+  return SuperviseTty{std::move(*socket)};
+}
+
+// "ROWSxCOLS", each 1..65535.
+Status ParseTtySize(std::string_view text, SuperviseTty* tty) {
+  const size_t x = text.find('x');
+  auto number = [](std::string_view part, uint16_t* out) {
+    uint32_t value = 0;
+    const char* end = part.data() + part.size();
+    auto [ptr, ec] = std::from_chars(part.data(), end, value);
+    if (part.empty() || ec != std::errc() || ptr != end || value < 1 || value > UINT16_MAX) {
+      return false;
+    }
+    *out = static_cast<uint16_t>(value);
+    return true;
+  };
+  if (x == std::string_view::npos || !number(text.substr(0, x), &tty->rows) ||
+      !number(text.substr(x + 1), &tty->cols)) {
+    return Error::Message("bad --tty-size '" + std::string(text) + "': expected ROWSxCOLS");
+  }
+  return {};
 }
 
 // Splits "--name=value" or "--name value"; advances `i` past a separate value.
@@ -138,6 +170,7 @@ Result<SuperviseRoute> ParseRoute(std::string_view text) {
 Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args) {
   SuperviseConfig config;
   std::vector<std::string> landlock_write;
+  std::optional<std::string> tty_size;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -173,9 +206,21 @@ Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args) {
       auto policy = ParseLandlockParts(**parts);
       if (!policy) return policy.error();
       config.landlock = std::move(*policy);
+    } else if (auto size = TakeOptionValue(args, i, "--tty-size")) {
+      if (!*size) return size->error();
+      tty_size = **size;
+    } else if (auto tty = TakeOptionValue(args, i, "--tty")) {
+      if (!*tty) return tty->error();
+      auto parsed = ParseTtySocket(**tty);
+      if (!parsed) return parsed.error();
+      config.tty = std::move(*parsed);
     } else {
       return Error::Message("unknown option '" + arg + "' (see --help)");
     }
+  }
+  if (tty_size) {
+    if (!config.tty) return Error::Message("--tty-size needs --tty");
+    if (auto st = ParseTtySize(*tty_size, &*config.tty); !st) return st.error();
   }
   config.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (config.command.empty()) return Error::Message("no command given (after --)");

@@ -1,6 +1,7 @@
 // The `ateam-sandbox supervise` command line, parsed into plain data:
 //   supervise --route ADDR:PORT=SOCKET_PATH [--route ...] [--probe-timeout-ms N]
-//             [--landlock PARTS [--landlock-write PATH ...]] -- CMD [ARGS...]
+//             [--landlock PARTS [--landlock-write PATH ...]]
+//             [--tty SOCKET_PATH [--tty-size ROWSxCOLS]] -- CMD [ARGS...]
 // e.g. `--route 127.77.0.2:443=/run/ateam-tunnel/route-0.sock`.
 //
 // Who calls it: RunSuperviseCommand, in the supervisor process before any setup step. Pure:
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -29,6 +31,14 @@ struct SuperviseRoute {
   std::string text;             // the --route value as given, to name the route in messages
 };
 
+// --tty: the agent gets a terminal of the sandbox's own devpts instance; its master goes to
+// the host side of `run` over the Unix socket `socket` (supervise/agent_tty.h).
+struct SuperviseTty {
+  relay::Endpoint socket;  // unix:SOCKET_PATH, an absolute path
+  uint16_t rows = 0;       // --tty-size; 0 x 0: left as the kernel makes it
+  uint16_t cols = 0;
+};
+
 inline constexpr std::chrono::milliseconds kDefaultProbeTimeout{5000};
 inline constexpr std::chrono::milliseconds kMaxProbeTimeout{600000};
 
@@ -40,6 +50,7 @@ struct SuperviseConfig {
   // inside) and to the sandbox's device files, TCP connect to the routes' ports. Without
   // --landlock, none.
   std::optional<security::LandlockPolicy> landlock;
+  std::optional<SuperviseTty> tty;   // --tty; none: the agent inherits fds 0-2
   std::vector<std::string> command;  // argv of the agent, never empty
   bool help = false;                 // --help: print usage, run nothing
 };
@@ -51,7 +62,8 @@ base::Result<SuperviseRoute> ParseRoute(std::string_view text);
 
 // Parses the arguments after `supervise`. Options: --route VALUE / --route=VALUE (repeated),
 // --probe-timeout-ms N / --probe-timeout-ms=N (1..600000), --landlock PARTS,
-// --landlock-write PATH (repeated; needs --landlock), --help. The command starts after
+// --landlock-write PATH (repeated; needs --landlock), --tty SOCKET_PATH (absolute),
+// --tty-size ROWSxCOLS (1..65535 each; only with --tty), --help. The command starts after
 // `--`, or at the first argument that does not start with '-'. Rejected besides bad values:
 // unknown options, a missing command, the same listen address twice.
 base::Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args);

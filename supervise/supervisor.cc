@@ -15,6 +15,7 @@
 #include "relay/event_loop.h"
 #include "security/landlock.h"
 #include "supervise/agent_process.h"
+#include "supervise/agent_tty.h"
 #include "supervise/tunnel_setup.h"
 
 namespace sbx::supervise {
@@ -57,6 +58,9 @@ class Supervision {
 
   // Takes the agent and watches its pidfd and the signalfd.
   Status Watch(AgentProcess agent);
+  // The agent leads its own session on a terminal: nobody above it in that session could
+  // ever continue it, so a stop of the agent itself (not of its jobs) is undone at once.
+  void ContinueStoppedAgent() { continue_stopped_ = true; }
   // Runs until the agent is gone (or a second signal); returns the exit code.
   Result<int> Run();
 
@@ -73,6 +77,7 @@ class Supervision {
   UniqueFd signal_fd_;
   AgentProcess agent_;
   int stop_signals_ = 0;
+  bool continue_stopped_ = false;
   std::optional<int> exit_code_;
 };
 
@@ -120,9 +125,13 @@ void Supervision::OnSignals() {
 void Supervision::ReapChildren() {
   for (;;) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    pid_t pid = ::waitpid(-1, &status, WNOHANG | (continue_stopped_ ? WUNTRACED : 0));
     if (pid < 0 && errno == EINTR) continue;
     if (pid <= 0) return;  // none exited yet, or ECHILD
+    if (WIFSTOPPED(status)) {
+      if (pid == agent_.pid) (void)base::PidfdSendSignal(agent_.pidfd.get(), SIGCONT);
+      continue;
+    }
     if (pid == agent_.pid && !exit_code_) Finish(ExitCodeFromWaitStatus(status));
   }
 }
@@ -157,7 +166,16 @@ Result<int> RunSupervisor(const SuperviseConfig& config) {
   auto loop = relay::EventLoop::Create();
   if (!loop) return loop.error();
   Supervision supervision(std::move(*loop), std::move(*signal_fd));
-  auto agent = SpawnAgent(config.command, landlock.get());
+  UniqueFd tty_slave;
+  if (config.tty) {
+    auto slave = OpenAgentTty(*config.tty, config.probe_timeout);
+    if (!slave) return slave.error();
+    tty_slave = std::move(*slave);
+    supervision.ContinueStoppedAgent();
+  }
+  auto agent = SpawnAgent(config.command, tty_slave.get(), landlock.get());
+  // Only the agent's session keeps the terminal open: when it is gone, `run` reads EIO.
+  tty_slave.reset();
   if (!agent) return agent.error();
   if (auto watch = supervision.Watch(std::move(*agent)); !watch) return watch.error();
   return supervision.Run();

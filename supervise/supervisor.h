@@ -14,10 +14,14 @@
 //      accepts the agent's connections itself, and no byte or connection passes through here;
 //   4. drop every capability, keep no_new_privs, become non-dumpable; with --landlock,
 //      create the agent's Landlock ruleset (paths opened as the sandbox shows them);
-//   5. fork + exec the agent (SpawnAgent), which restricts itself with the ruleset;
+//   5. with --tty, open the agent's terminal and hand its master to `run` (agent_tty.h);
+//      fork + exec the agent (SpawnAgent), on that terminal in its own session when there
+//      is one, restricting itself with the ruleset right before exec;
 //   6. on one event loop, watch the agent's pidfd and reap every other child (orphans of the
 //      sandbox are re-parented to pid 1);
 //   7. SIGTERM/SIGINT are forwarded to the agent; a second one ends the supervisor at once.
+//      With --tty, a stop of the agent itself is answered with SIGCONT (nothing else in its
+//      session could continue it); its jobs stop and continue under its own job control.
 // When the agent exits the loop stops; the connections live in the host relay.
 #pragma once
 

@@ -111,12 +111,40 @@ TEST(ParseSuperviseArgsTest, Errors) {
       {{"--landlock", "", "--", "x"}, "expected a comma list of fs, net, scope"},
       {{"--landlock", "fs", "--landlock-write", "ws", "--", "x"}, "must be absolute"},
       {{"--landlock-write", "/ws", "--", "x"}, "--landlock-write needs --landlock"},
+      {{"--tty", "tty.sock", "--", "x"}, "bad --tty 'tty.sock': the socket path must be absolute"},
+      {{"--tty", "", "--", "x"}, "must be absolute"},
+      {{"--tty", "/" + std::string(200, 'a'), "--", "x"}, "bad --tty"},
+      {{"--tty-size", "24x80", "--", "x"}, "--tty-size needs --tty"},
+      {{"--tty", "/t.sock", "--tty-size", "24", "--", "x"}, "bad --tty-size '24'"},
+      {{"--tty", "/t.sock", "--tty-size", "0x80", "--", "x"}, "expected ROWSxCOLS"},
+      {{"--tty", "/t.sock", "--tty-size", "24x65536", "--", "x"}, "expected ROWSxCOLS"},
+      {{"--tty", "/t.sock", "--tty-size", "24x80x1", "--", "x"}, "expected ROWSxCOLS"},
+      {{"--tty", "/t.sock", "--tty-size", "x80", "--", "x"}, "expected ROWSxCOLS"},
+      {{"--tty"}, "--tty needs a value"},
   };
   for (const auto& [args, message] : cases) {
     auto config = Parse(args);
     ASSERT_FALSE(config.ok()) << message;
     EXPECT_THAT(config.error().Render(), HasSubstr(message));
   }
+}
+
+TEST(ParseSuperviseArgsTest, Tty) {
+  auto config = Parse({"--tty", "/run/ateam-tunnel/tty.sock", "--tty-size=50x132", "--", "sh"});
+  ASSERT_TRUE(config.ok()) << config.error().Render();
+  ASSERT_TRUE(config->tty.has_value());
+  EXPECT_EQ(config->tty->socket.unix_path(), "/run/ateam-tunnel/tty.sock");
+  EXPECT_EQ(config->tty->rows, 50);
+  EXPECT_EQ(config->tty->cols, 132);
+
+  // Without a size the kernel's 0 x 0 stays; without --tty there is no terminal at all.
+  auto unsized = Parse({"--tty=/t.sock", "sh"});
+  ASSERT_TRUE(unsized.ok()) << unsized.error().Render();
+  EXPECT_EQ(unsized->tty->rows, 0);
+  EXPECT_EQ(unsized->tty->cols, 0);
+  auto none = Parse({"sh"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->tty.has_value());
 }
 
 TEST(ParseSuperviseArgsTest, SamePortOnTwoAddressesIsFine) {
