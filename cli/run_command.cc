@@ -137,6 +137,10 @@ int RunRunCommand(std::span<const std::string> args) {
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
   if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);
+  if (result.reason == "timeout" && result.error.empty()) {
+    fmt::print(stderr, "ateam-sandbox run: --timeout {} expired: the whole sandbox was killed\n",
+               timeout);
+  }
   if (!result.patch_error.empty()) {
     fmt::print(stderr, "ateam-sandbox run: --patch: {}\n", result.patch_error);
   }

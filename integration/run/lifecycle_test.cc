@@ -135,6 +135,8 @@ TEST_F(RunLifecycleTest, TimeoutEndsEverythingAndExits124) {
                             "--status-json", status},
                            {ProbeHostPath(), "sleep", UniqueSleep()});
   EXPECT_EQ(res.exit_code, 124) << Describe(res);
+  EXPECT_EQ(res.err, "ateam-sandbox run: --timeout 1 expired: the whole sandbox was killed\n")
+      << Describe(res);
   std::vector<int> left = Leftovers(marker, milliseconds(5000));
   for (int pid : left) kill(pid, SIGKILL);
   EXPECT_TRUE(left.empty()) << "the sandbox outlived its timeout";
