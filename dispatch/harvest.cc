@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -96,6 +97,12 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
   spec.command.insert(spec.command.end(), args.begin(), args.end());
   auto plan = runtime::CompilePlan(spec, *host);
   if (!plan) return plan.error();
+  // The child's own failure comes back on this pipe, for the caller to report (or not:
+  // the base-commit read is optional), never printed over `run`'s one-line error.
+  int error_pipe[2];
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) return base::ErrnoError("pipe for the harvest sandbox");
+  base::UniqueFd error_read(error_pipe[0]);
+  base::UniqueFd error_write(error_pipe[1]);
   pid_t pid = ::fork();
   if (pid < 0) return base::ErrnoError("fork for the harvest sandbox");
   if (pid == 0) {
@@ -107,15 +114,25 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(126);
     auto code = runtime::Launch(*plan);
     if (!code) {
-      fmt::print(stderr, "ateam-sandbox: harvest sandbox: {}\n", code.error().Render());
+      std::string message = code.error().Render();
+      (void)!::write(error_write.get(), message.data(), message.size());
       ::_exit(125);
     }
     ::_exit(*code);
+  }
+  error_write.reset();
+  std::string failure;
+  char buf[512];
+  for (ssize_t n; (n = ::read(error_read.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    failure.append(buf, static_cast<size_t>(n));
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return base::ErrnoError("waitpid for the harvest sandbox");
   }
+  if (!failure.empty()) return base::Error::Message("harvest sandbox: " + failure);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
