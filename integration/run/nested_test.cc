@@ -187,7 +187,7 @@ TEST_F(NestedRunTest, RootOfASingleIdNamespaceReachesARoute) {
       {"-r"}, "$A run --backend " + Backend() +
                   " --workspace $D/ws --ro $D/run_netclient --allow api.example.test=127.0.0.1:" +
                   std::to_string(echo.port()) +
-                  " -- $D/run_netclient concurrent api.example.test 443 3");
+                  ",tcp -- $D/run_netclient concurrent api.example.test 443 3");
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   Report report = ParseReport(r.out);
   EXPECT_EQ(Get(report, "echoed"), "3") << Describe(r);
