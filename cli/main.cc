@@ -1,5 +1,6 @@
 // ateam-sandbox: the sandbox runtime for coding agents. Invoked as `bwrap` it is a
 // drop-in bubblewrap; otherwise the first argument names the subcommand.
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -40,8 +41,9 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string_view argv0 = argc > 0 ? argv[0] : "ateam-sandbox";
   // Nothing here may run with more privilege than its caller: a setuid install would
-  // hand the caller's choice of mounts to root (bwrap's setuid CVE history).
-  if (::getuid() != ::geteuid() || ::getgid() != ::getegid()) {
+  // hand the caller's choice of mounts to root (bwrap's setuid CVE history). AT_SECURE is
+  // the kernel's own answer: set for setuid/setgid and for file capabilities alike.
+  if (::getuid() != ::geteuid() || ::getgid() != ::getegid() || ::getauxval(AT_SECURE) != 0) {
     fmt::print(stderr, "{}: refusing to run setuid or setgid\n",
                BaseName(argv0) == "bwrap" ? "bwrap" : "ateam-sandbox");
     return 1;
