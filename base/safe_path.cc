@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -132,37 +133,77 @@ Result<UniqueFd> MakeFreshDir(int dirfd, const std::string& name, mode_t mode,
 Result<UniqueFd> OpenOrMakeTrustedDir(const std::string& path, mode_t mode, uid_t owner,
                                       std::string* resolved) {
   if (!path.starts_with('/')) return Error(EINVAL, "Not an absolute path:", path);
-  std::vector<std::string> parts = Components(path);
-  for (const std::string& part : parts) {
-    if (part == "." || part == "..") return Error(EINVAL, "Refusing path with . or ..:", path);
-  }
-  // The longest prefix that exists; realpath resolves the links the caller's path has, and
-  // the resolved path is then checked component by component.
-  size_t existing = parts.size();
-  std::string real;
-  for (;; --existing) {
-    std::string prefix = "/";
-    for (size_t i = 0; i < existing; ++i) prefix = Join(prefix, parts[i]);
-    char buf[PATH_MAX];
-    if (::realpath(prefix.c_str(), buf) != nullptr) {
-      real = buf;
-      break;
+  // The walk from /: one entry per directory reached, so ".." goes back without a lookup.
+  struct Step {
+    UniqueFd fd;
+    std::string real;
+    bool shared = false;  // writable by others (then sticky, or it would have been refused)
+  };
+  std::vector<Step> steps;
+  auto push = [&](UniqueFd fd, std::string real) -> Status {
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return ErrnoError("Can't stat", real);
+    // Every directory on the way is checked as an ancestor; the last one again, strictly.
+    if (auto ok = CheckDirStat(st, {owner, false, true}, real); !ok) return ok;
+    steps.push_back({std::move(fd), std::move(real), (st.st_mode & (S_IWGRP | S_IWOTH)) != 0});
+    return {};
+  };
+  auto to_root = [&]() -> Status {
+    steps.clear();
+    UniqueFd root(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root) return ErrnoError("Can't open", "/");
+    return push(std::move(root), "/");
+  };
+  if (auto st = to_root(); !st) return st.error();
+  std::vector<std::string> todo = Components(path);
+  std::reverse(todo.begin(), todo.end());  // a stack: the next component is at the back
+  int links = 0;
+  bool creating = false;
+  while (!todo.empty()) {
+    std::string part = std::move(todo.back());
+    todo.pop_back();
+    if (part == ".") continue;
+    if (part == "..") {
+      if (steps.size() > 1) steps.pop_back();
+      continue;
     }
-    if (errno != ENOENT || existing == 0) return ErrnoError("Can't resolve", prefix);
-  }
-  // When something is still to be made, the existing part may end in a shared sticky
-  // directory such as /tmp or /var/tmp: what we make in it is ours.
-  auto top = OpenTrustedPath(real, owner, /*last_as_ancestor=*/existing < parts.size());
-  if (!top) return top.error();
-  UniqueFd fd = std::move(*top);
-  for (size_t i = existing; i < parts.size(); ++i) {
-    real = Join(real, parts[i]);
-    auto made = MakeTrustedDir(fd.get(), parts[i], mode, owner, real);
+    Step& here = steps.back();
+    std::string shown = Join(here.real, part);
+    struct stat st {};
+    if (!creating && ::fstatat(here.fd.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (S_ISLNK(st.st_mode)) {
+        // A link is followed only when nobody but root or the caller can have put it there.
+        if (here.shared || (st.st_uid != 0 && st.st_uid != owner)) {
+          return Error(ELOOP, "Refusing symlink in a directory others can write", shown);
+        }
+        if (++links > 40) return Error(ELOOP, "Too many symlinks in", path);
+        char target[PATH_MAX];
+        ssize_t n = ::readlinkat(here.fd.get(), part.c_str(), target, sizeof(target) - 1);
+        if (n <= 0) return ErrnoError("Can't readlink", shown);
+        std::string link(target, static_cast<size_t>(n));
+        std::vector<std::string> more = Components(link);
+        todo.insert(todo.end(), more.rbegin(), more.rend());
+        if (link.starts_with('/')) {
+          if (auto ok = to_root(); !ok) return ok.error();
+        }
+        continue;
+      }
+      auto opened = OpenDirPath(here.fd.get(), part, shown);
+      if (!opened) return opened.error();
+      if (auto ok = push(std::move(*opened), shown); !ok) return ok.error();
+      continue;
+    }
+    if (!creating && errno != ENOENT) return ErrnoError("Can't stat", shown);
+    creating = true;
+    auto made = MakeTrustedDir(here.fd.get(), part, mode, owner, shown);
     if (!made) return made.error();
-    fd = std::move(*made);
+    if (auto ok = push(std::move(*made), shown); !ok) return ok.error();
   }
-  if (resolved != nullptr) *resolved = real;
-  return fd;
+  if (auto ok = CheckFd(steps.back().fd.get(), {owner, false, false}, steps.back().real); !ok) {
+    return ok.error();
+  }
+  if (resolved != nullptr) *resolved = steps.back().real;
+  return std::move(steps.back().fd);
 }
 
 Result<std::string> FdPath(int fd) {

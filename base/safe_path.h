@@ -55,10 +55,12 @@ Result<UniqueFd> MakeTrustedDir(int dirfd, const std::string& name, mode_t mode,
 Result<UniqueFd> MakeFreshDir(int dirfd, const std::string& name, mode_t mode,
                               const std::string& shown_path);
 
-// mkdir -p of an absolute path as a trusted directory: the longest existing prefix is
-// resolved (realpath) and opened with OpenTrustedDir (its last component may be a sticky
-// shared directory such as /tmp or /var/tmp); every component below it is made or checked
-// with MakeTrustedDir. Returns an O_PATH fd of `path`; `resolved` gets its real path.
+// mkdir -p of an absolute path as a trusted directory, walked from / one component at a
+// time: existing directories are checked as ancestors (a sticky shared one such as /tmp may
+// be on the way), a symlink is followed only when it sits in a directory nobody else can
+// write and belongs to root or `owner`, missing components are made with MakeTrustedDir,
+// and the directory reached must pass the strict check. Returns an O_PATH fd of it;
+// `resolved` gets its real path.
 Result<UniqueFd> OpenOrMakeTrustedDir(const std::string& path, mode_t mode, uid_t owner,
                                       std::string* resolved = nullptr);
 

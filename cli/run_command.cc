@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "dispatch/dispatch.h"
+#include "dispatch/status_file.h"
 
 namespace sbx::cli {
 namespace {
@@ -88,13 +89,23 @@ int RunRunCommand(std::span<const std::string> args) {
                   : agent == "opencode" ? AgentPreset::kOpencode
                                         : AgentPreset::kNone;
   request.backend = backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
+  // Checked before anything starts: a name that is not a regular file is refused now, not
+  // written through after the agent ran.
+  std::optional<dispatch::StatusFile> status_file;
+  if (request.status_json) {
+    auto opened = dispatch::StatusFile::Open(*request.status_json);
+    if (!opened) return Fail(opened.error().Render());
+    status_file.emplace(std::move(*opened));
+  }
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
   if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);
-  if (request.status_json && result.reason != "dry-run") {
-    std::ofstream out(*request.status_json, std::ios::trunc);
-    out << dispatch::RenderStatusJson(result);
-    if (!out) fmt::print(stderr, "ateam-sandbox run: can't write {}\n", *request.status_json);
+  if (status_file && result.reason != "dry-run") {
+    if (auto written =
+            status_file->Write(dispatch::RenderStatusJson(result), result.workspace, result.out);
+        !written) {
+      fmt::print(stderr, "ateam-sandbox run: {}\n", written.error().Render());
+    }
   }
   return result.exit_code;
 }

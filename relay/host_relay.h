@@ -10,9 +10,9 @@
 //
 // Upstreams are resolved once, in Create(), before any socket exists (see upstream.h); a
 // route that fails to resolve or resolves to a refused address fails the whole Create().
-// Each connection that dialled an upstream, and each one shed by a limit, is appended to the
-// ledger file; readiness probes (connect and close without a byte) are neither dialled nor
-// recorded.
+// Each connection that dialled an upstream is appended to the ledger file; refused and shed
+// ones are too, up to a burst per second and route, the rest summed up (ledger_throttle.h);
+// readiness probes (connect and close without a byte) are neither dialled nor recorded.
 //
 // Typical use by the dispatch process, single-threaded (the sandbox is cloned from it):
 //   auto dir = StateDir::Create({getenv("XDG_RUNTIME_DIR") ?: "", "/tmp", geteuid()});
@@ -34,6 +34,7 @@
 
 #include "relay/event_loop.h"
 #include "relay/ledger.h"
+#include "relay/ledger_throttle.h"
 #include "relay/limits.h"
 #include "relay/relay.h"
 #include "relay/upstream.h"
@@ -75,9 +76,11 @@ class HostRelay {
   base::Status AddRoute(const HostRelayOptions& options, const Route& route,
                         const SocketAddress& upstream);
   void Record(size_t route_slot, const ConnectionRecord& record);
+  void Write(const LedgerEntry& line);
 
   EventLoop* loop_;
   std::optional<Ledger> ledger_;
+  LedgerThrottle throttle_;
   base::Status ledger_status_;
   std::vector<RouteRelay> routes_;
 };

@@ -135,13 +135,32 @@ TEST_F(SafePathTest, OpenOrMakeCreatesTheMissingChain) {
 
 TEST_F(SafePathTest, OpenOrMakeRefusesAPlantedLinkItWouldCreate) {
   ASSERT_EQ(::mkdir(Path("base").c_str(), 0700), 0);
-  // A dangling link where a component is still to be made: realpath stops before it,
-  // mkdirat fails with EEXIST, and the open refuses the link.
+  ASSERT_EQ(::chmod(Path("base").c_str(), 01777), 0);
+  // A dangling link where a component is still to be made, in a directory others can
+  // write: refused, and its target is not created.
   ASSERT_EQ(::symlink(Path("elsewhere").c_str(), Path("base/sub").c_str()), 0);
   auto fd = OpenOrMakeTrustedDir(Path("base/sub/x"), 0700, me_);
   ASSERT_FALSE(fd);
   EXPECT_EQ(fd.error().err(), ELOOP);
   EXPECT_NE(::access(Path("elsewhere").c_str(), F_OK), 0);
+}
+
+TEST_F(SafePathTest, OpenOrMakeFollowsOwnLinksButNotLinksInSharedDirectories) {
+  ASSERT_EQ(::mkdir(Path("real").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink("real", Path("mine").c_str()), 0);
+  std::string resolved;
+  auto fd = OpenOrMakeTrustedDir(Path("mine/x"), 0700, me_, &resolved);
+  ASSERT_TRUE(fd) << fd.error().Render();
+  EXPECT_EQ(resolved, Path("real/x"));
+  // The same link in a directory others can write (sticky, like /tmp) is refused: anybody
+  // could have made it.
+  ASSERT_EQ(::mkdir(Path("shared").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(Path("shared").c_str(), 01777), 0);
+  ASSERT_EQ(::symlink(Path("real").c_str(), Path("shared/link").c_str()), 0);
+  auto refused = OpenOrMakeTrustedDir(Path("shared/link/y"), 0700, me_);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().err(), ELOOP);
+  EXPECT_NE(::access(Path("real/y").c_str(), F_OK), 0);
 }
 
 TEST_F(SafePathTest, OpenBeneathRefusesEscapes) {
