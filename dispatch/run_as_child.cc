@@ -38,6 +38,9 @@ base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (ids && SwitchToIds(*ids) != 0) ::_exit(kChildCantSwitchIds);
+    // A change of credentials clears the parent-death signal: set it again, as the new ids.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(kChildCantSwitchIds);
     ::_exit(body());
   }
   if (while_running) while_running();
