@@ -34,13 +34,14 @@ repo=$work/repo
 # The repository: readable by everybody, so the sandbox's uid can clone it.
 mkdir -p "$repo"
 git -C "$repo" init -q
-git() { command git -c user.name=bench -c user.email=bench@bench "$@"; }
+git() { command git -c user.name=bench -c user.email=bench@bench -c gc.auto=0 "$@"; }
 cp -r /usr/include "$repo/include"
 git -C "$repo" add -A && git -C "$repo" commit -qm "include"
 cp -r /usr/share/doc "$repo/doc" 2>/dev/null || true
 find "$repo/doc" -type l -delete
 git -C "$repo" add -A && git -C "$repo" commit -qm "doc"
-find "$repo/include" -name '*.h' | head -200 | while read -r f; do echo "// bench" >>"$f"; done
+mapfile -t headers < <(find "$repo/include" -name '*.h')
+for f in "${headers[@]:0:200}"; do echo "// bench" >>"$f"; done
 git -C "$repo" add -A && git -C "$repo" commit -qm "touch"
 git -C "$repo" gc -q
 chmod -R a+rX "$repo"
