@@ -1,12 +1,12 @@
 #include "dispatch/run_as_child.h"
 
 #include <grp.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 
 namespace sbx::dispatch {
 
