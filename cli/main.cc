@@ -2,6 +2,7 @@
 // subcommand. The drop-in bubblewrap is the separate `bwrap` executable (cli/bwrap_main.cc);
 // invoked under the name `bwrap` this one is bwrap too, so that a link named bwrap never
 // answers a bwrap command line with "unknown command" (docs/bwrap-compat.md).
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -47,8 +48,9 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string_view argv0 = argc > 0 ? argv[0] : "ateam-sandbox";
   // Nothing here may run with more privilege than its caller: a setuid install would
-  // hand the caller's choice of mounts to root (bwrap's setuid CVE history).
-  if (::getuid() != ::geteuid() || ::getgid() != ::getegid()) {
+  // hand the caller's choice of mounts to root (bwrap's setuid CVE history). AT_SECURE is
+  // the kernel's own answer: set for setuid/setgid and for file capabilities alike.
+  if (::getuid() != ::geteuid() || ::getgid() != ::getegid() || ::getauxval(AT_SECURE) != 0) {
     fmt::print(stderr, "{}: refusing to run setuid or setgid\n",
                BaseName(argv0) == "bwrap" ? "bwrap" : "ateam-sandbox");
     return 1;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
+#include "dispatch/status_file.h"
 
 namespace sbx::cli {
 namespace {
@@ -134,6 +135,14 @@ int RunRunCommand(std::span<const std::string> args) {
   request.tty = tty      ? dispatch::TtyMode::kOn
                 : no_tty ? dispatch::TtyMode::kOff
                          : dispatch::TtyMode::kAuto;
+  // Checked before anything starts: a name that is not a regular file is refused now, not
+  // written through after the agent ran.
+  std::optional<dispatch::StatusFile> status_file;
+  if (request.status_json) {
+    auto opened = dispatch::StatusFile::Open(*request.status_json);
+    if (!opened) return Fail(opened.error().Render());
+    status_file.emplace(std::move(*opened));
+  }
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
   if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);
@@ -147,10 +156,12 @@ int RunRunCommand(std::span<const std::string> args) {
   for (const auto& line : result.workspace_taint) {
     fmt::print(stderr, "ateam-sandbox run: workspace git metadata: {}\n", line);
   }
-  if (request.status_json && result.reason != "dry-run") {
-    std::ofstream out(*request.status_json, std::ios::trunc);
-    out << dispatch::RenderStatusJson(result);
-    if (!out) fmt::print(stderr, "ateam-sandbox run: can't write {}\n", *request.status_json);
+  if (status_file && result.reason != "dry-run") {
+    if (auto written =
+            status_file->Write(dispatch::RenderStatusJson(result), result.workspace, result.out);
+        !written) {
+      fmt::print(stderr, "ateam-sandbox run: {}\n", written.error().Render());
+    }
   }
   return result.exit_code;
 }

@@ -257,24 +257,21 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   auto guard = GitGuard::Prepare(dirs->workspace, !request.workspace,
                                  request.repo ? CloneOriginUrl(*request.repo) : "");
   if (!guard) return guard.error();
-  if (request.ledger) {
-    if (auto st = CheckLedgerOutside(*request.ledger, *dirs); !st) return st;
-  }
-  auto state_dir = relay::StateDir::Create(
-      {std::getenv("XDG_RUNTIME_DIR") != nullptr && !host->IsRoot() ? std::getenv("XDG_RUNTIME_DIR")
-                                                                    : "",
-       "/tmp", *run_as ? (*run_as)->uid : host->euid});
-  if (!state_dir) return state_dir.error();
-  if (*run_as) {
-    // The sandbox's ids must own the directories its sockets are reached through, group
-    // included: a root caller's setup runs in a user namespace where only they are mapped.
-    std::string path = state_dir->path();
-    for (const std::string& dir : {path, path.substr(0, path.rfind('/'))}) {
-      if (::chown(dir.c_str(), (*run_as)->uid, (*run_as)->gid) != 0) {
-        return base::ErrnoError("Can't hand over state directory", dir);
-      }
+  for (const auto& [flag, file] :
+       {std::pair{"--ledger", request.ledger}, std::pair{"--status-json", request.status_json}}) {
+    if (file) {
+      if (auto st = CheckFileOutside(flag, *file, *dirs); !st) return st;
     }
   }
+  // A root caller's state directory is its own, under /run (root's, so nobody can block or
+  // prepare the name), 0711: the sandbox's uid reaches the sockets in it, whose owner and
+  // mode (set through the directory's fd) decide who may connect.
+  const char* xdg_runtime_dir = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
+  auto state_dir = relay::StateDir::Create(
+      host->IsRoot() ? relay::StateDirOptions{"", "/run", host->euid, /*traversable=*/true}
+                     : relay::StateDirOptions{xdg_runtime_dir != nullptr ? xdg_runtime_dir : "",
+                                              "/tmp", host->euid});
+  if (!state_dir) return state_dir.error();
   // Before the janitor, which removes it too after a SIGKILL of `run`.
   std::optional<DispatchCgroup> cgroup;
   std::string cgroup_missing;

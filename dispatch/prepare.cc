@@ -1,5 +1,6 @@
 #include "dispatch/prepare.h"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/safe_path.h"
 #include "dispatch/workspace.h"
 #include "netns/hosts.h"
 
@@ -141,46 +143,65 @@ std::string SandboxUserName(uid_t uid) {
 base::Result<DispatchDirs> PrepareDispatchDirs(
     const DispatchRequest& request, const std::string& id,
     const std::optional<runtime::SandboxSpec::HostIds>& run_as) {
-  // A root caller's dispatches must be reachable by the ids its sandboxes run as (the bwrap
-  // backend runs as them), so not below root's own 0700 home.
-  std::string root = request.workspace_root.value_or(
-      run_as ? std::string("/var/tmp/ateam-sandbox/dispatches") : DefaultWorkspaceRoot());
-  std::string dispatch_dir = fmt::format("{}/{}", root, id);
   DispatchDirs dirs;
-  auto hand_over = [&run_as](const std::string& dir) -> base::Status {
-    if (!run_as || ::chown(dir.c_str(), run_as->uid, run_as->gid) == 0) return {};
-    return base::ErrnoError("Can't change the owner of", dir);
+  // <root>/<id>: only this process can write the chain down to it. For a root caller it is
+  // root's, 0711, so the sandbox's ids reach their own directories in it and nothing else.
+  bool root_caller = run_as.has_value();
+  mode_t tree_mode = root_caller ? 0711 : 0700;
+  base::UniqueFd dispatch_fd;
+  std::string dispatch_path;
+  if (request.repo || !request.out) {
+    std::string root;
+    if (request.workspace_root) {
+      root = request.workspace_root->starts_with('/')
+                 ? *request.workspace_root
+                 : RealPath(".") + "/" + *request.workspace_root;
+    } else {
+      auto fallback = DefaultWorkspaceRoot(root_caller);
+      if (!fallback) return fallback.error();
+      root = *fallback;
+    }
+    std::string resolved;
+    auto root_fd = base::OpenOrMakeTrustedDir(root, tree_mode, ::geteuid(), &resolved);
+    if (!root_fd) return root_fd.error();
+    dispatch_path = resolved + "/" + id;
+    auto made = base::MakeFreshDir(root_fd->get(), id, tree_mode, dispatch_path);
+    if (!made) return made.error();
+    dispatch_fd = std::move(*made);
+  }
+  // A directory just made in <id> and still empty is handed to the sandbox's ids through
+  // its fd: the only ownership change there is, and nothing is inside yet.
+  auto fresh_for_sandbox = [&](const char* name, mode_t mode) -> base::Result<std::string> {
+    std::string path = dispatch_path + "/" + name;
+    auto fd = base::MakeFreshDir(dispatch_fd.get(), name, mode, path);
+    if (!fd) return fd.error();
+    if (run_as && ::fchownat(fd->get(), "", run_as->uid, run_as->gid, AT_EMPTY_PATH) != 0) {
+      return base::ErrnoError("Can't hand over", path);
+    }
+    if (std::string(name) == "workspace") {
+      if (auto st = CloneRepository(*request.repo, fd->get(), run_as); !st) return st.error();
+    }
+    return path;
   };
   if (request.workspace) {
-    struct stat info {};
-    if (::stat(request.workspace->c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-      return base::Error(errno != 0 ? errno : ENOTDIR, "--workspace", *request.workspace);
-    }
-    dirs.workspace = RealPath(*request.workspace);
-    // Only the top: what is inside a given workspace stays as it is.
-    if (auto st = hand_over(dirs.workspace); !st) return st.error();
+    auto given = GivenDir::Open("--workspace", *request.workspace, /*create=*/false, run_as);
+    if (!given) return given.error();
+    dirs.workspace = given->path();
+    dirs.given_workspace.emplace(std::move(*given));
   } else {
-    auto parent = MakeDirectories(root, 0755);
-    if (!parent) return parent.error();
-    auto made = MakeDirectories(dispatch_dir, 0700);
-    if (!made) return made.error();
-    if (auto st = hand_over(*made); !st) return st.error();
-    dirs.workspace = *made + "/workspace";
-    if (auto st = CloneRepository(*request.repo, dirs.workspace); !st) return st.error();
-    if (run_as) {
-      if (auto st = ChownTree(dirs.workspace, run_as->uid, run_as->gid); !st) return st.error();
-    }
+    auto workspace = fresh_for_sandbox("workspace", 0700);
+    if (!workspace) return workspace.error();
+    dirs.workspace = *workspace;
   }
-  auto out = MakeDirectories(request.out.value_or(dispatch_dir + "/out"), 0755);
-  if (!out) return out.error();
-  dirs.out = *out;
-  // The sandbox's uid must be able to write its report; a directory made for this
-  // dispatch is handed over whole, a given one only at its top.
-  if (auto st = request.out
-                    ? hand_over(dirs.out)
-                    : (run_as ? ChownTree(dirs.out, run_as->uid, run_as->gid) : base::Status());
-      !st) {
-    return st.error();
+  if (request.out) {
+    auto given = GivenDir::Open("--out", *request.out, /*create=*/true, run_as);
+    if (!given) return given.error();
+    dirs.out = given->path();
+    dirs.given_out.emplace(std::move(*given));
+  } else {
+    auto out = fresh_for_sandbox("out", 0755);
+    if (!out) return out.error();
+    dirs.out = *out;
   }
   return dirs;
 }
@@ -230,13 +251,24 @@ base::Result<AgentInstall> FindAgentInstall(const DispatchRequest& request,
   return install;
 }
 
-base::Status CheckLedgerOutside(const std::string& ledger, const DispatchDirs& dirs) {
-  std::string parent =
-      ledger.substr(0, ledger.rfind('/') == std::string::npos ? 0 : ledger.rfind('/'));
-  std::string where = RealPath(parent.empty() ? "." : parent);
-  if (IsBelow(where, dirs.workspace) || IsBelow(where, dirs.out)) {
-    return base::Error::Message(
-        fmt::format("--ledger {}: must not be inside the sandbox's workspace or out dir", ledger));
+base::Status CheckFileOutside(const std::string& flag, const std::string& file,
+                              const DispatchDirs& dirs) {
+  std::string parent = file.substr(0, file.rfind('/') == std::string::npos ? 0 : file.rfind('/'));
+  if (file.starts_with('/') && parent.empty()) parent = "/";
+  // By inode, walking up from the directory itself: no spelling of the path (links, bind
+  // mounts of the same directory) gets around it.
+  base::UniqueFd dir(
+      ::open(parent.empty() ? "." : parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return base::ErrnoError(flag, file);
+  for (const std::string& top : {dirs.workspace, dirs.out}) {
+    struct stat st {};
+    if (::stat(top.c_str(), &st) != 0) return base::ErrnoError("Can't stat", top);
+    auto below = base::IsDirBelow(dir.get(), st);
+    if (!below) return below.error();
+    if (*below) {
+      return base::Error::Message(
+          fmt::format("{} {}: must not be inside the sandbox's workspace or out dir", flag, file));
+    }
   }
   return {};
 }

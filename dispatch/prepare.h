@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "dispatch/request.h"
+#include "dispatch/workspace.h"
 #include "relay/upstream.h"
 #include "runtime/host_facts.h"
 #include "runtime/spec.h"
@@ -34,9 +35,13 @@ std::string SandboxUserName(uid_t uid);
 struct DispatchDirs {
   std::string workspace;
   std::string out;
+  // --workspace/--out given on the command line: held open, handed back when destroyed.
+  std::optional<GivenDir> given_workspace;
+  std::optional<GivenDir> given_out;
 };
-// Clones --repo into <root>/<id>/workspace or checks --workspace; creates --out (default
-// <root>/<id>/out). With run-as ids both belong to them afterwards.
+// Makes <root>/<id> fresh in a verified root (--workspace-root or DefaultWorkspaceRoot),
+// clones --repo into <root>/<id>/workspace as the sandbox's ids, or opens --workspace;
+// opens or creates --out (default <root>/<id>/out). With run-as ids both belong to them.
 base::Result<DispatchDirs> PrepareDispatchDirs(
     const DispatchRequest& request, const std::string& id,
     const std::optional<runtime::SandboxSpec::HostIds>& run_as);
@@ -55,7 +60,9 @@ struct AgentInstall {
 base::Result<AgentInstall> FindAgentInstall(const DispatchRequest& request,
                                             const std::vector<std::string>& host_env);
 
-// Fails when `ledger` would be written inside the sandbox's writable places.
-base::Status CheckLedgerOutside(const std::string& ledger, const DispatchDirs& dirs);
+// Fails when `file` (given with `flag`) would be written inside the sandbox's writable
+// places.
+base::Status CheckFileOutside(const std::string& flag, const std::string& file,
+                              const DispatchDirs& dirs);
 
 }  // namespace sbx::dispatch

@@ -1,32 +1,65 @@
 // The dispatch's writable places on the host: a fresh clone of the repository (or an
 // existing directory) as the workspace, and the out dir. Host-side, before clone.
+//
+// The rule (docs/architecture.md, "Host side"): a path is trusted only when this process
+// created it in a directory only it can write, and a root caller never acts as root inside
+// anything another uid owns. So the per-dispatch directory is made fresh (mkdirat) in a
+// verified root (base/safe_path.h); the clone runs in a child that has become the sandbox's
+// uid first, so every file is born with its owner and no recursive chown exists.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <optional>
 #include <string>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
+#include "runtime/spec.h"
 
 namespace sbx::dispatch {
+
+using RunAsIds = std::optional<runtime::SandboxSpec::HostIds>;
 
 // 12 hex digits from getrandom: names the dispatch's directory and its status document.
 std::string NewDispatchId();
 
-// `git clone --quiet --no-hardlinks SOURCE DEST`: a copy whose object files share no inode
-// with the original, so nothing the sandbox does to its clone reaches the original.
-base::Status CloneRepository(const std::string& source, const std::string& dest);
+// The default parent of per-dispatch directories.
+//   root caller:  /var/tmp/ateam-sandbox/dispatches (made 0711 by root, so only root can
+//                 write it and the sandbox's uid can reach its own directories)
+//   unprivileged: $XDG_CACHE_HOME, else $HOME/.cache, else $XDG_RUNTIME_DIR, each followed
+//                 by /ateam-sandbox/dispatches; none of them set: an error.
+base::Result<std::string> DefaultWorkspaceRoot(bool root_caller);
 
-// mkdir -p with `mode` for every created component; returns the absolute path.
-base::Result<std::string> MakeDirectories(const std::string& path, mode_t mode);
+// `git clone --no-hardlinks SOURCE .` in a child that switched to `ids` first (setgroups,
+// setresgid, setresuid: no capability is left, no_new_privs set) and entered `dest_fd`, an
+// empty directory it owns. Git's configuration comes from the environment and a memfd
+// (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/proc/self/fd/N trusting only SOURCE), never
+// from a file anybody else could write. Git's progress shows when stderr is a terminal.
+base::Status CloneRepository(const std::string& source, int dest_fd, const RunAsIds& ids);
 
-// Changes the owner of `path` and everything below it (symlinks themselves, never their
-// targets), for a root caller whose sandbox runs as `uid`:`gid`.
-base::Status ChownTree(const std::string& path, uid_t uid, gid_t gid);
+// A directory given on the command line (--workspace, --out), opened once: its parent is
+// resolved, the top itself is never followed through a symlink. For a root caller whose
+// sandbox runs as other ids, the top is handed to them and handed back, owner and mode as
+// they were, when this object goes away.
+class GivenDir {
+ public:
+  // `create`: make it (mode 0755, as `ids` when set) when it does not exist.
+  static base::Result<GivenDir> Open(const std::string& flag, const std::string& path, bool create,
+                                     const RunAsIds& ids);
+  GivenDir(GivenDir&& other) noexcept = default;
+  GivenDir& operator=(GivenDir&& other) noexcept = default;
+  ~GivenDir();
 
-// The default parent of per-dispatch directories: $XDG_CACHE_HOME or $HOME/.cache, then
-// ateam-sandbox/dispatches.
-std::string DefaultWorkspaceRoot();
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] int fd() const { return fd_.get(); }
+
+ private:
+  GivenDir() = default;
+  std::string path_;
+  base::UniqueFd fd_;
+  std::optional<struct stat> restore_;  // owner and mode to give back
+};
 
 }  // namespace sbx::dispatch

@@ -1,5 +1,6 @@
 #include "relay/endpoint.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -44,10 +45,19 @@ Result<UniqueFd> ListenUnix(const std::string& path, const ListenOptions& option
   if (::bind(fd.get(), AsSockaddr(address.addr), address.len) < 0) {
     return ErrnoError("Can't bind", path);
   }
-  // fchmod on a socket fd changes the sockfs inode, not the file bind created, so the path is
-  // used. The caller's directory is private, so nobody can swap the file in between.
-  if (::chmod(path.c_str(), options.unix_mode) < 0) return ErrnoError("Can't chmod", path);
-  if (options.unix_owner && ::chown(path.c_str(), *options.unix_owner, -1) < 0) {
+  // fchmod on a socket fd changes the sockfs inode, not the file bind created: the file is
+  // changed relative to its directory, opened once, never through a symlink (a name that
+  // existed made bind fail with EADDRINUSE, so the entry is the one bind just created).
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd) return ErrnoError("Can't open directory of", path);
+  if (::fchmodat(dir_fd.get(), name.c_str(), options.unix_mode, 0) < 0) {
+    return ErrnoError("Can't chmod", path);
+  }
+  if (options.unix_owner && ::fchownat(dir_fd.get(), name.c_str(), *options.unix_owner,
+                                       static_cast<gid_t>(-1), AT_SYMLINK_NOFOLLOW) < 0) {
     return ErrnoError("Can't chown", path);
   }
   if (::listen(fd.get(), options.backlog) < 0) return ErrnoError("Can't listen on", path);

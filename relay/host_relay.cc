@@ -79,14 +79,19 @@ void HostRelay::Record(size_t route_slot, const ConnectionRecord& record) {
   if (!ledger_) return;
   const RouteRelay& route = routes_[route_slot];
   LedgerEntry entry{route.route.index, route.route.host, route.upstream.ToString(), record};
-  if (auto written = ledger_->Append(entry); !written && ledger_status_) {
-    ledger_status_ = written;
-  }
+  for (const LedgerEntry& line : throttle_.Admit(entry)) Write(line);
+}
+
+void HostRelay::Write(const LedgerEntry& line) {
+  if (auto written = ledger_->Append(line); !written && ledger_status_) ledger_status_ = written;
 }
 
 HostRelay::~HostRelay() {
   // Relays first: closing their connections still writes "shutdown" lines to the ledger.
   for (RouteRelay& route : routes_) route.relay.reset();
+  if (ledger_) {
+    for (const LedgerEntry& line : throttle_.Flush()) Write(line);
+  }
   for (const RouteRelay& route : routes_) ::unlink(route.socket_path.c_str());
 }
 

@@ -12,9 +12,10 @@
 // route that fails to resolve or resolves to a refused address fails the whole Create().
 // A route's kind says when its connections dial (DialPolicyFor): a tls route after a
 // ClientHello whose SNI is the route's host, a tcp route as soon as the agent connects.
-// Each connection that dialled an upstream, each one shed by a limit and each one the
-// ClientHello check refused is appended to the ledger file; a connect-and-close on a tls
-// route is neither dialled nor recorded, on a tcp route it is both.
+// Each connection that dialled an upstream is appended to the ledger file; refused, shed
+// and ClientHello-refused ones are too, up to a burst per second and route, the rest summed
+// up (ledger_throttle.h); a connect-and-close on a tls route is neither dialled nor
+// recorded, on a tcp route it is both.
 //
 // Typical use by the dispatch process, single-threaded (the sandbox is cloned from it):
 //   auto dir = StateDir::Create({getenv("XDG_RUNTIME_DIR") ?: "", "/tmp", geteuid()});
@@ -36,6 +37,7 @@
 
 #include "relay/event_loop.h"
 #include "relay/ledger.h"
+#include "relay/ledger_throttle.h"
 #include "relay/limits.h"
 #include "relay/relay.h"
 #include "relay/upstream.h"
@@ -81,9 +83,11 @@ class HostRelay {
   base::Status AddRoute(const HostRelayOptions& options, const Route& route,
                         const SocketAddress& upstream);
   void Record(size_t route_slot, const ConnectionRecord& record);
+  void Write(const LedgerEntry& line);
 
   EventLoop* loop_;
   std::optional<Ledger> ledger_;
+  LedgerThrottle throttle_;
   base::Status ledger_status_;
   std::vector<RouteRelay> routes_;
 };

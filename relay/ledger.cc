@@ -3,6 +3,7 @@
 #include "base/json.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,14 +59,20 @@ std::string FormatLedgerLine(const LedgerEntry& entry) {
   if (r.err != 0) {
     AppendField(out, "error", std::strerror(r.err));  // NOLINT(concurrency-mt-unsafe)
   }
+  if (entry.count > 1) AppendField(out, "count", entry.count);
   out += "}\n";
   return out;
 }
 
 base::Result<Ledger> Ledger::Open(const std::string& path) {
-  base::UniqueFd fd(
-      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  // O_NONBLOCK: a FIFO at the name must not hold the dispatch (it is refused just below).
+  base::UniqueFd fd(::open(
+      path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
   if (!fd) return base::ErrnoError("Can't open ledger", path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return base::ErrnoError("Can't stat ledger", path);
+  if (!S_ISREG(st.st_mode))
+    return base::Error(EINVAL, "Refusing ledger (not a regular file)", path);
   return Ledger(std::move(fd), path);
 }
 

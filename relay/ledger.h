@@ -23,6 +23,9 @@ struct LedgerEntry {
   std::string host;      // the route's host name
   std::string upstream;  // the pinned address dialled, "192.0.2.7:443"
   ConnectionRecord record;
+  // More than 1: a summary of this many like connections (LedgerThrottle), from `start`
+  // over `duration_ms`; written as a "count" field.
+  long long count = 1;
 };
 
 // "2026-05-04T10:11:12.345Z": RFC 3339, UTC, milliseconds.
@@ -32,7 +35,8 @@ std::string FormatLedgerLine(const LedgerEntry& entry);
 
 class Ledger {
  public:
-  // Opens `path` for appending, creating it with mode 0600; refuses a symlink (O_NOFOLLOW).
+  // Opens `path` for appending, creating it with mode 0600; refuses a symlink (O_NOFOLLOW)
+  // and anything but a regular file (a FIFO is opened O_NONBLOCK, then refused).
   static base::Result<Ledger> Open(const std::string& path);
 
   // Writes the line with one write(2) on an O_APPEND file, so lines written by several

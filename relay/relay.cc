@@ -54,7 +54,7 @@ Relay::Relay(EventLoop* loop, base::UniqueFd listener, RelayOptions options, boo
 Relay::~Relay() {
   shutting_down_ = true;
   loop_->CancelTimer(resume_timer_);
-  loop_->Unwatch(listener_.get());
+  if (listener_) loop_->Unwatch(listener_.get());
   if (adopted_) loop_->Unwatch(adopted_.get());
   CloseChannel();
   for (auto& [raw, connection] : connections_) connection->Abort(EndReason::kShutdown);
@@ -129,6 +129,14 @@ void Relay::Adopt(base::UniqueFd listener) {
   // The supervisor set TCP_NODELAY on it, which accepted sockets inherit; its own copy is
   // closed by now, so the O_NONBLOCK set by the check cannot be cleared by anyone else.
   adopted_ = std::move(listener);
+  // The Unix listener has served its one purpose. Closed (with the reserve, a dup of it),
+  // every later connect to its path is refused by the kernel: the agent cannot reach the
+  // relay there, nor make it write a ledger line per attempt.
+  if (listener_) {
+    if (!resume_timer_.valid()) loop_->Unwatch(listener_.get());
+    listener_.reset();
+    reserve_fd_ = DupReserve(adopted_.get());
+  }
   if (resume_timer_.valid()) return;  // paused: the timer watches it with the rest
   if (!loop_->Watch(adopted_.get(), EPOLLIN, &adopted_watch_)) PauseAccepting();
 }
@@ -202,25 +210,25 @@ void Relay::OnOutOfFds(int fd, bool channels) {
       ++stats_.accepted;
       Shed(std::move(waiting));
     }
-    reserve_fd_ = DupReserve(listener_.get());
+    reserve_fd_ = DupReserve(ReserveSource());
   }
   if (!reserve_fd_) PauseAccepting();
 }
 
 void Relay::PauseAccepting() {
   if (resume_timer_.valid()) return;
-  loop_->Unwatch(listener_.get());
+  if (listener_) loop_->Unwatch(listener_.get());
   if (adopted_) loop_->Unwatch(adopted_.get());
   resume_timer_ = loop_->AddTimer(kAcceptPause, [this] {
     resume_timer_ = {};
-    if (!reserve_fd_) reserve_fd_ = DupReserve(listener_.get());
+    if (!reserve_fd_) reserve_fd_ = DupReserve(ReserveSource());
     // Watching can only fail for lack of memory; try again after another pause then.
     if (!WatchListeners()) PauseAccepting();
   });
 }
 
 bool Relay::WatchListeners() {
-  if (!loop_->Watch(listener_.get(), EPOLLIN, this)) return false;
+  if (listener_ && !loop_->Watch(listener_.get(), EPOLLIN, this)) return false;
   return !adopted_ || loop_->Watch(adopted_.get(), EPOLLIN, &adopted_watch_);
 }
 

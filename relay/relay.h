@@ -18,7 +18,9 @@
 // as "refused" (EPERM), so the agent, which can reach the socket too, can never hand over
 // anything. Every received fd is still checked as hostile (CheckHandedOffListener), and only
 // the first good listener is adopted; a refused message, or a second listener, is closed and
-// recorded as "refused". The channel may close once the listener is handed over.
+// recorded as "refused". The channel may close once the listener is handed over. Once a
+// listener is adopted the Unix socket is closed: later connects to its path are refused by
+// the kernel (ECONNREFUSED) and cost the relay nothing.
 //
 // Bulk transfers splice(2) through per-connection pipes (no copy through user space) when the
 // process ignores SIGPIPE at Create() time (the supervisor does; the host dispatch should);
@@ -122,7 +124,9 @@ class Relay final : public IoHandler, private ConnectionOwner {
   void OnConnectionClosed(Connection* connection, const ConnectionRecord& record) override;
 
   EventLoop* loop_;
-  base::UniqueFd listener_;
+  base::UniqueFd listener_;  // closed once a handed-off listener is adopted
+  // What the reserve fd duplicates: the listener, or after the handoff the adopted one.
+  [[nodiscard]] int ReserveSource() const { return listener_ ? listener_.get() : adopted_.get(); }
   RelayOptions options_;
   bool tcp_listener_;
   base::UniqueFd channel_;      // handoff mode: the supervisor's channel while it is open

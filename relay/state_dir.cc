@@ -40,11 +40,11 @@ base::Status CheckPrivateDir(const std::string& path, uid_t uid) {
   return CheckStat(st, path, uid);
 }
 
-base::Result<std::string> EnsureUserBaseDir(const std::string& tmp_root, uid_t uid) {
+base::Result<std::string> EnsureUserBaseDir(const std::string& tmp_root, uid_t uid, mode_t mode) {
   std::string path = tmp_root + "/ateam-sandbox-" + std::to_string(uid);
   // mkdir never follows a symlink at the last component: it fails with EEXIST, and the check
   // below then refuses the link.
-  if (::mkdir(path.c_str(), 0700) == 0) {
+  if (::mkdir(path.c_str(), mode) == 0) {
     // A root caller making the directory for the uid its sandbox runs as hands it over.
     if (::geteuid() != uid && ::chown(path.c_str(), uid, static_cast<gid_t>(-1)) < 0) {
       return base::ErrnoError("Can't hand over state directory", path);
@@ -63,12 +63,19 @@ base::Result<StateDir> StateDir::Create(const StateDirOptions& options) {
       return checked.error();
     }
     base_dir = options.xdg_runtime_dir;
-  } else {
-    auto user_dir = EnsureUserBaseDir(options.tmp_root, options.uid);
-    if (!user_dir) return user_dir.error();
-    base_dir = *user_dir;
   }
-  std::string tmpl = base_dir + "/dispatch-XXXXXX";
+  mode_t mode = options.traversable ? 0711 : 0700;
+  std::string tmpl;
+  if (base_dir.empty()) {
+    auto user_dir = EnsureUserBaseDir(options.tmp_root, options.uid, mode);
+    // Blocked by what somebody else put at the name: a fresh directory of our own instead.
+    tmpl = user_dir ? *user_dir + "/dispatch-XXXXXX"
+                    : options.tmp_root + "/ateam-sandbox-" + std::to_string(options.uid) +
+                          "-dispatch-XXXXXX";
+    base_dir = user_dir ? *user_dir : options.tmp_root;
+  } else {
+    tmpl = base_dir + "/dispatch-XXXXXX";
+  }
   if (::mkdtemp(tmpl.data()) == nullptr) {
     return base::ErrnoError("Can't create dispatch directory in", base_dir);
   }
@@ -76,6 +83,11 @@ base::Result<StateDir> StateDir::Create(const StateDirOptions& options) {
   base::UniqueFd fd(::open(tmpl.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) {
     base::Error error = base::ErrnoError("Can't open dispatch directory", tmpl);
+    ::rmdir(tmpl.c_str());
+    return error;
+  }
+  if (options.traversable && ::fchmod(fd.get(), 0711) < 0) {
+    base::Error error = base::ErrnoError("Can't chmod dispatch directory", tmpl);
     ::rmdir(tmpl.c_str());
     return error;
   }

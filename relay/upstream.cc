@@ -64,6 +64,13 @@ AddressClass ClassifyV6(const uint8_t* b) {
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) return AddressClass::kPrivate;    // fec0::/10
   if ((b[0] & 0xfe) == 0xfc) return AddressClass::kPrivate;                    // fc00::/7
   if (std::memcmp(b, kZero, 12) == 0) return AddressClass::kPrivate;  // ::/96, IPv4-compatible
+  // Tunnels whose far end is an IPv4 address the relay cannot judge from here (6to4 carries
+  // any IPv4 address, a private one included; Teredo's relay is chosen by the network):
+  // never an upstream.
+  if (b[0] == 0x20 && b[1] == 0x02) return AddressClass::kPrivate;  // 2002::/16, 6to4
+  if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {
+    return AddressClass::kPrivate;  // 2001::/32, Teredo
+  }
   return AddressClass::kPublic;
 }
 

@@ -2,6 +2,7 @@
 
 #include <linux/capability.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -65,6 +66,21 @@ Status CheckCapSetsEmpty() {
   return {};
 }
 
+// The route socket is bind-mounted into the sandbox for this one handoff; once it is done
+// the agent must not reach the host relay's Unix socket at all (every connection there
+// would only be refused, and recorded). Detached, the path shows the empty mount point
+// left on the tunnel tmpfs, and without CAP_SYS_ADMIN the agent cannot mount it again. A
+// path that is no mount point (the supervisor run outside `run`) has nothing to remove;
+// under bwrap the mount belongs to bwrap's namespace (EPERM) and stays. Either way the
+// host relay closes its end of the socket once it adopted the listener (relay/relay.h),
+// so the path leads nowhere: this is the second of two locks.
+Status UnmountRouteSocket(const relay::Endpoint& target) {
+  if (!target.is_unix()) return {};
+  if (::umount2(target.unix_path().c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) == 0) return {};
+  if (errno == EINVAL || errno == EPERM) return {};
+  return ErrnoError("Can't unmount the route socket", target.unix_path());
+}
+
 }  // namespace
 
 Status EnterPrivateNetwork() {
@@ -94,6 +110,9 @@ Status HandOverRouteListeners(const SuperviseConfig& config) {
     // Ours closes here: the relay's is then the only reference, so nobody can change the
     // listener's flags under it, and if the relay goes, the agent's connects are refused.
     listeners[i].reset();
+    if (auto gone = UnmountRouteSocket(config.routes[i].target); !gone) {
+      return ForRoute(config.routes[i], gone.error());
+    }
   }
   return {};
 }

@@ -71,8 +71,8 @@ struct Side {
   EchoServer server1, server2;
   TempDir out;
   std::string workspace;  // from its ready file
-  std::string socket_id;  // "dev:inode" of its route-0 socket
-  std::string state_dir;  // found on the host by that inode
+  std::string socket_id;  // "dev:inode" of its route-0 socket as seen inside (unmounted by then)
+  std::string state_dir;  // found on the host: the directory its `run` process holds open
   std::string host(int n) const { return name + std::to_string(n) + ".concurrency.test"; }
   int port(int n) const { return (name == "a" ? 1000 : 2000) + n; }
   std::string Allow(int n) const {
@@ -152,14 +152,16 @@ std::string GoFile(const Side& other) {
 }
 
 // The state directory (below `base`) whose route-0.sock is the inode the agent saw.
-std::string FindStateDir(const std::string& base, const std::string& socket_id) {
+// The state directory `run` (pid) holds open: the agent no longer sees its route socket
+// (the supervisor unmounts it after the handoff), so it is found from the host side.
+std::string FindStateDir(const std::string& base, pid_t pid) {
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
-    std::string sock = entry.path().string() + "/route-0.sock";
-    struct stat st {};
-    if (stat(sock.c_str(), &st) != 0) continue;
-    if (std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) == socket_id) {
-      return entry.path().string();
+  std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& entry : std::filesystem::directory_iterator(fds, ec)) {
+    std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (!ec && target.rfind(base + "/", 0) == 0 &&
+        std::filesystem::exists(target + "/route-0.sock", ec)) {
+      return target;
     }
   }
   return "";
@@ -183,7 +185,8 @@ class RunConcurrencyTest : public ::testing::Test {
   }
 
   // Where this caller's relay sockets live (XDG_RUNTIME_DIR is ignored for root).
-  std::string StateBase() const { return IsRoot() ? "/tmp/ateam-sandbox-65534" : xdg_.path(); }
+  std::string StateBase() const { return IsRoot() ? "/run/ateam-sandbox-0" : xdg_.path(); }
+  RootTempDir root_;
 
   Process Start(const Side& side) {
     Args options = {"--repo",        repo_.path(), "--workspace-root", root_.path(), "--out",
@@ -193,7 +196,7 @@ class RunConcurrencyTest : public ::testing::Test {
   }
 
   // Reads the agent's ready file: its workspace, and its relay socket on the host.
-  void ReadReady(Side& side) {
+  void ReadReady(Side& side, pid_t run_pid) {
     Report ready;
     for (const auto& line : Words(ReadFile(side.out.Sub("ready")).value_or(""))) {
       auto eq = line.find('=');
@@ -201,10 +204,10 @@ class RunConcurrencyTest : public ::testing::Test {
     }
     side.workspace = ready["ws"];
     side.socket_id = ready["sock"];
-    side.state_dir = FindStateDir(StateBase(), side.socket_id);
+    side.state_dir = FindStateDir(StateBase(), run_pid);
   }
 
-  TempDir repo_, root_, xdg_;
+  TempDir repo_, xdg_;
   std::string objects_;
   Snapshot before_;
 };
@@ -265,8 +268,8 @@ TEST_F(RunConcurrencyTest, TwoDispatchesOfOneRepoStayApart) {
     RunResult ra = run_a.Wait(milliseconds(1000)), rb = run_b.Wait(milliseconds(1000));
     FAIL() << "agents never got ready\n" << Describe(ra) << Describe(rb);
   }
-  ReadReady(a);
-  ReadReady(b);
+  ReadReady(a, run_a.pid());
+  ReadReady(b, run_b.pid());
   ASSERT_FALSE(a.state_dir.empty()) << "no relay socket with inode " << a.socket_id;
   ASSERT_FALSE(b.state_dir.empty()) << "no relay socket with inode " << b.socket_id;
   ASSERT_NE(a.state_dir, b.state_dir);

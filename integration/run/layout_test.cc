@@ -146,7 +146,8 @@ void Git(const std::string& dir, const Args& args) {
 }
 
 TEST_F(RunLayoutTest, RepoCloneIsAFreshIsolatedCopy) {
-  TempDir repo, root, out;
+  TempDir repo, out;
+  RootTempDir root;
   Git(repo.path(), {"init", "-q"});
   WriteFile(repo.Sub("file.txt"), "original\n");
   Git(repo.path(), {"add", "file.txt"});

@@ -38,10 +38,10 @@ class RunLifecycleTest : public ::testing::Test {
     return pids;
   }
   // Every dispatch state directory that may belong to this caller's runs: the per-uid
-  // bases under /tmp (a root caller's dispatch runs as 65534) and $XDG_RUNTIME_DIR.
+  // base under /tmp (/run for a root caller) and $XDG_RUNTIME_DIR.
   static std::set<std::string> StateEntries() {
     std::vector<std::string> bases = {"/tmp/ateam-sandbox-" + std::to_string(getuid())};
-    if (getuid() == 0) bases.emplace_back("/tmp/ateam-sandbox-65534");
+    if (getuid() == 0) bases.emplace_back("/run/ateam-sandbox-0");
     if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && getuid() != 0) {
       bases.emplace_back(xdg);
     }

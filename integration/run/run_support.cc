@@ -1,12 +1,14 @@
 #include "integration/run/run_support.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 namespace sbx::integration::run {
 namespace {
@@ -37,6 +39,21 @@ Args RunArgv(const Args& options, const Args& command) {
 
 RunResult RunAteam(const Args& options, const Args& command, const RunOptions& run) {
   return RunCommand(RunArgv(options, command), run);
+}
+
+RootTempDir::RootTempDir() {
+  struct stat tmp {};
+  std::string templ =
+      std::string(stat("/tmp", &tmp) == 0 && tmp.st_uid == 0 ? "/tmp" : "/var/tmp") +
+      "/sbx-root-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) std::abort();
+  chmod(templ.c_str(), 0755);
+  path_ = templ;
+}
+
+RootTempDir::~RootTempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 RunOptions WithEnv(std::vector<std::string> env) {

@@ -95,6 +95,22 @@ class GreetingServer {
   std::vector<std::string> lines_;
 };
 
+// A scratch directory for --workspace-root: `run` refuses a root below a shared directory
+// that neither root nor the caller owns (some containers give /tmp to the overflow uid), so
+// it goes in /tmp only when root owns /tmp, else in /var/tmp. Removed at destruction.
+class RootTempDir {
+ public:
+  RootTempDir();
+  RootTempDir(const RootTempDir&) = delete;
+  RootTempDir& operator=(const RootTempDir&) = delete;
+  ~RootTempDir();
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
 // A closed TCP port on 127.0.0.1 (bound then released).
 int ClosedPort();
 

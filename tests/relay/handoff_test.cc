@@ -245,7 +245,8 @@ TEST_F(HandoffTest, ASecondListenerIsRefusedAndItsConnectionsReset) {
 TEST_F(HandoffTest, OnlyTheFirstChannelIsTrusted) {
   TestServer upstream;
   StartHost(upstream.address());
-  HandOverListener();  // the supervisor's channel: the first connection
+  base::UniqueFd channel = testing::ConnectUnix(route_);  // the supervisor's: the first
+  ASSERT_TRUE(channel);
   base::UniqueFd intruder = testing::ConnectUnix(route_);
   ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return host_->stats().refused == 1; }));
   // The intruder's channel was closed unread: its socket never reaches the relay.
@@ -257,6 +258,18 @@ TEST_F(HandoffTest, OnlyTheFirstChannelIsTrusted) {
   EXPECT_EQ(records_[0].end, EndReason::kRefused);
   EXPECT_EQ(records_[0].err, EPERM);
   EXPECT_EQ(host_->stats().accepted, 0u);
+}
+
+TEST_F(HandoffTest, TheRouteSocketIsClosedOnceAListenerIsAdopted) {
+  TestServer upstream;
+  StartHost(upstream.address());
+  HandOverListener();
+  // Nobody listens on the path any more: refused by the kernel, nothing recorded.
+  EXPECT_FALSE(testing::ConnectUnix(route_));
+  EXPECT_EQ(errno, ECONNREFUSED);
+  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return true; }));
+  EXPECT_TRUE(records_.empty());
+  EXPECT_EQ(host_->stats().refused, 0u);
 }
 
 TEST_F(HandoffTest, ConnectionsAboveTheLimitAreShedAndRecorded) {

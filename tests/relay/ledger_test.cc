@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "relay/ledger_throttle.h"
 #include "tests/relay/relay_test_util.h"
 
 namespace sbx::relay {
@@ -110,6 +111,75 @@ TEST(LedgerTest, RefusesASymlink) {
   auto ledger = Ledger::Open(path);
   ASSERT_FALSE(ledger);
   EXPECT_EQ(ledger.error().err(), ELOOP);
+}
+
+}  // namespace
+}  // namespace sbx::relay
+
+namespace sbx::relay {
+namespace {
+
+LedgerEntry Refused(std::chrono::system_clock::time_point at, int route = 0) {
+  LedgerEntry entry{route, "api.example.com", "192.0.2.7:443", {}};
+  entry.record.start = at;
+  entry.record.end = EndReason::kRefused;
+  entry.record.err = EPERM;
+  return entry;
+}
+
+TEST(LedgerThrottleTest, DialedConnectionsAreAlwaysWritten) {
+  LedgerThrottle throttle;
+  auto t = std::chrono::system_clock::time_point{} + std::chrono::hours(1);
+  for (int i = 0; i < 100; ++i) {
+    LedgerEntry entry = Refused(t);
+    entry.record.dialed = true;
+    entry.record.end = EndReason::kClosed;
+    EXPECT_EQ(throttle.Admit(entry).size(), 1u);
+  }
+  EXPECT_TRUE(throttle.Flush().empty());
+}
+
+TEST(LedgerThrottleTest, AFloodOfRefusalsBecomesABurstAndOneSummary) {
+  LedgerThrottle throttle;
+  auto t = std::chrono::system_clock::time_point{} + std::chrono::hours(1);
+  size_t lines = 0;
+  for (int i = 0; i < 10000; ++i) lines += throttle.Admit(Refused(t)).size();
+  EXPECT_EQ(lines, static_cast<size_t>(LedgerThrottle::kBurst));
+  auto summary = throttle.Flush();
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0].count, 10000 - LedgerThrottle::kBurst);
+  std::string line = FormatLedgerLine(summary[0]);
+  EXPECT_NE(line.find("\"count\":9992"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"end\":\"refused\""), std::string::npos) << line;
+}
+
+TEST(LedgerThrottleTest, ANewWindowWritesTheHeldSummaryFirst) {
+  LedgerThrottle throttle;
+  auto t = std::chrono::system_clock::time_point{} + std::chrono::hours(1);
+  for (int i = 0; i < LedgerThrottle::kBurst + 5; ++i) (void)throttle.Admit(Refused(t));
+  auto next = throttle.Admit(Refused(t + std::chrono::seconds(2)));
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_EQ(next[0].count, 5);
+  EXPECT_EQ(next[1].count, 1);
+  // Routes are counted apart.
+  EXPECT_EQ(throttle.Admit(Refused(t + std::chrono::seconds(2), 1)).size(), 1u);
+  EXPECT_TRUE(throttle.Flush().empty());
+}
+
+}  // namespace
+}  // namespace sbx::relay
+
+namespace sbx::relay {
+namespace {
+
+TEST(LedgerOpenTest, FifoIsRefusedWithoutBlocking) {
+  testing::TempDir dir;
+  std::string path = dir.path() + "/ledger.fifo";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  // Nobody reads the FIFO: a blocking open would hang here; O_NONBLOCK fails (ENXIO) or,
+  // with a reader, the regular-file check refuses it.
+  auto ledger = Ledger::Open(path);
+  EXPECT_FALSE(ledger);
 }
 
 }  // namespace

@@ -65,6 +65,17 @@ TEST(AddressClassTest, Ipv6Ranges) {
   EXPECT_EQ(ClassOf("64:ff9b::10.0.0.1"), AddressClass::kPrivate);
 }
 
+TEST(AddressClassTest, Ipv6TunnelsToIpv4AreRefused) {
+  // 6to4 (2002::/16) embeds any IPv4 address, 10.0.0.1 here; Teredo is 2001::/32.
+  EXPECT_EQ(ClassOf("2002:a00:1::1"), AddressClass::kPrivate);
+  EXPECT_EQ(ClassOf("2002:808:808::1"), AddressClass::kPrivate);
+  EXPECT_EQ(ClassOf("2001:0:4136:e378:8000:63bf:3fff:fdd2"), AddressClass::kPrivate);
+  // Neighbours of those prefixes stay public.
+  EXPECT_EQ(ClassOf("2001:db8::1"), AddressClass::kPublic);
+  EXPECT_EQ(ClassOf("2001:4860:4860::8888"), AddressClass::kPublic);
+  EXPECT_EQ(ClassOf("2003::1"), AddressClass::kPublic);
+}
+
 TEST(RouteTest, ParsesHostPortAndOverride) {
   auto plain = ParseRoute("api.example.com", 0);
   ASSERT_TRUE(plain);

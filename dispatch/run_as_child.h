@@ -1,0 +1,32 @@
+// A forked child that becomes the sandbox's ids before it does anything: the way a root
+// caller works inside directories that belong to those ids (the clone, a given --out).
+// Files it creates are born with the right owner, and nothing there is done as root.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+
+#include "base/error.h"
+#include "runtime/spec.h"
+
+namespace sbx::dispatch {
+
+// The child's exit status when it could not become `ids` (never reached otherwise).
+inline constexpr int kChildCantSwitchIds = 120;
+
+// Forks. The child dies with us (PDEATHSIG), restores the default signal mask, and with
+// `ids` set drops supplementary groups, then setresgid and setresuid to them (which clears
+// every capability set: no SECBIT_KEEP_CAPS), then sets no_new_privs; then it runs `body`
+// and _exits with what it returns (`body` may exec instead). `while_running`, when given,
+// runs in the parent before it waits (to drain a pipe the child writes). Returns the wait
+// status.
+base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
+                               const std::function<int()>& body,
+                               const std::function<void()>& while_running = {});
+
+// In the child: the switch itself (exposed for tests). 0 or an errno.
+int SwitchToIds(const runtime::SandboxSpec::HostIds& ids);
+
+}  // namespace sbx::dispatch
