@@ -5,7 +5,11 @@ add_executable(ateam-sandbox
   ${PROJECT_SOURCE_DIR}/cli/bwrap_command.cc
   ${PROJECT_SOURCE_DIR}/cli/run_command.cc
 )
-target_include_directories(ateam-sandbox PRIVATE ${PROJECT_SOURCE_DIR})
+# cli/version.h is generated from cli/version.h.in: the version of project().
+configure_file(${PROJECT_SOURCE_DIR}/cli/version.h.in ${PROJECT_BINARY_DIR}/generated/cli/version.h
+               @ONLY)
+target_include_directories(ateam-sandbox PRIVATE ${PROJECT_SOURCE_DIR}
+                                                 ${PROJECT_BINARY_DIR}/generated)
 target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_doctor sbx_supervise sbx_dispatch sbx_runtime sbx::fmt CLI11::CLI11)
 # Every exec of the runtime (the bwrap face, `run`, the supervisor in each sandbox) pays
 # for the dynamic loader; a static PIE pays nothing and keeps ASLR. docs/performance.md has
@@ -14,7 +18,7 @@ target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_doctor sbx_supervi
 # ld warns about that for getpwnam and getaddrinfo, which is expected. Sanitizer runtimes
 # cannot be linked statically, so those builds keep only glibc dynamic.
 option(SBX_STATIC_EXE "Link ateam-sandbox as a static PIE" ON)
-if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN))
+if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN OR SBX_SHARED_SECURITY_LIBS))
   # -static-pie picks rcrt1.o; adding -static-libgcc would swap in the wrong start files.
   target_link_options(ateam-sandbox PRIVATE -static-pie)
 else()
@@ -27,5 +31,3 @@ add_custom_command(TARGET ateam-sandbox POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/compat
   COMMAND ${CMAKE_COMMAND} -E create_symlink ../ateam-sandbox ${CMAKE_BINARY_DIR}/compat/bwrap
   VERBATIM)
-install(TARGETS ateam-sandbox RUNTIME DESTINATION bin)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/man/ateam-sandbox.1 DESTINATION share/man/man1)

@@ -11,6 +11,9 @@ packages=(
   libgtest-dev libgmock-dev googletest
   bubblewrap socat openssl curl iproute2 git
   clang-format clang-tidy
+  clang libclang-rt-14-dev  # the clang build and the libFuzzer targets (scripts/fuzz.sh)
+  apparmor  # apparmor_parser, to check the AppArmor profile (scripts/check-apparmor.sh)
+  dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps and file (scripts/package-test.sh)
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
 )
