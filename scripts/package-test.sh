@@ -8,6 +8,11 @@
 #      doctor, the bwrap face, a tiny `run --workspace` dispatch, and the demo
 #      (scripts/demo.sh with SBX_DEMO_BIN=/usr/bin/ateam-sandbox: clone, tunnel, report)
 #   4. dpkg -r, then dpkg --purge: nothing of the package is left
+#   5. with $SBX_PACKAGE_TEST_ROOT set to a clean Debian 12 root, made with
+#        debootstrap --variant=minbase bookworm DIR http://deb.debian.org/debian
+#      also in there, entered with bwrap: apt-get install of the .deb (its dependencies
+#      from the mirror), --version, doctor, a dispatch, apt-get purge. The root keeps apt's
+#      downloads and the dependencies; the package itself is purged again.
 # Leaves the .deb in build-package/. $SBX_JOBS sets the build parallelism (default 2).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -107,3 +112,28 @@ installed=""
 [[ ! -e /etc/apparmor.d/ateam-sandbox && ! -e /etc/apparmor.d/disable/ateam-sandbox ]] ||
   fail "dpkg --purge left the AppArmor profile"
 echo "package-test: removed and purged cleanly"
+
+if [[ -n ${SBX_PACKAGE_TEST_ROOT:-} ]]; then
+  root=$SBX_PACKAGE_TEST_ROOT
+  [[ -x $root/usr/bin/apt-get ]] || fail "$root is not a Debian root (no apt-get)"
+  command -v bwrap >/dev/null || fail "bwrap is needed to enter $root"
+  # bwrap, not chroot: a chrooted process may not create user namespaces.
+  bwrap --bind "$root" / --proc /proc --dev /dev --tmpfs /tmp \
+    --ro-bind /etc/resolv.conf /etc/resolv.conf --ro-bind "$deb" "/tmp/$(basename "$deb")" \
+    --setenv DEBIAN_FRONTEND noninteractive --setenv PATH /usr/sbin:/usr/bin:/sbin:/bin \
+    -- /bin/sh -euc '
+      deb=/tmp/$1
+      apt-get update -qq
+      apt-get install -y -qq --no-install-recommends "$deb" >/dev/null
+      echo "package-test: clean root: $(ateam-sandbox --version), Depends pulled in: \
+$(dpkg-query -W -f="\${Depends}" ateam-sandbox)"
+      ateam-sandbox doctor >/tmp/doctor.txt 2>&1 || { cat /tmp/doctor.txt; exit 1; }
+      mkdir -m 0755 /tmp/ws
+      ateam-sandbox run --workspace /tmp/ws --workspace-root /tmp/d --no-default-allow \
+        -- /bin/sh -c "echo ok >result"
+      test "$(cat /tmp/ws/result)" = ok
+      apt-get purge -y -qq ateam-sandbox >/dev/null
+      test ! -e /usr/bin/ateam-sandbox
+    ' sh "$(basename "$deb")" || fail "the package does not work in the clean root $root"
+  echo "package-test: installed, ran doctor and a dispatch, and purged in the clean root $root"
+fi
