@@ -29,8 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto& route = (*routes)[i];
     sbx::fuzz::Check(route.index == static_cast<int>(i), "route index out of order");
     sbx::fuzz::Check(route.port != 0, "route with port 0");
-    auto name = sbx::netns::NormalizeHostname(route.host);
-    sbx::fuzz::Check(name.ok() && *name == route.host, "route host not normalised");
+    // The route keeps the caller's spelling (case, a trailing dot); it must be a valid name.
+    sbx::fuzz::Check(sbx::netns::NormalizeHostname(route.host).ok(), "route host not valid");
     hosts.push_back({route.host, route.port});
   }
   sbx::fuzz::Check(sbx::netns::RenderHostsFile(hosts).ok(),

@@ -17,9 +17,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sbx::relay::LedgerEntry entry;
   entry.route = static_cast<int>(input.U64());
   sbx::relay::ConnectionRecord& r = entry.record;
-  // Any instant gmtime_r can break down (years -9999..9999 and well beyond stay in range).
+  // Any instant the clock can hold: system_clock counts nanoseconds in 64 bits, so about
+  // 139 years either side of 1970 (2^42 ms), as milliseconds.
   r.start = std::chrono::system_clock::time_point(
-      std::chrono::milliseconds(static_cast<int64_t>(input.U64() % (1ULL << 48)) - (1LL << 47)));
+      std::chrono::milliseconds(static_cast<int64_t>(input.U64() % (1ULL << 43)) - (1LL << 42)));
   r.duration = std::chrono::milliseconds(static_cast<int64_t>(input.U64()));
   r.bytes_up = input.U64();
   r.bytes_down = input.U64();
