@@ -13,12 +13,17 @@
 #      also in there, entered with bwrap: apt-get install of the .deb (its dependencies
 #      from the mirror), --version, doctor, a dispatch, apt-get purge. The root keeps apt's
 #      downloads and the dependencies; the package itself is purged again.
-# Leaves the .deb in build-package/. $SBX_JOBS sets the build parallelism (default 2).
+#   scripts/package-test.sh [BUILD_DIR]
+# BUILD_DIR: package from an existing build (scripts/test.sh passes build/, so nothing is
+# compiled twice): it is reconfigured with the package's install settings (prefix /usr, the
+# bwrap name in libexec), which changes no object file. Without it, build-package/ is
+# configured as the `package` preset (Release) and built. The .deb is left in that
+# directory. $SBX_JOBS sets the build parallelism (default 2).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 jobs=${SBX_JOBS:-2}
-build=build-package
+build=${1:-build-package}
 
 fail() {
   echo "package-test: FAILED: $*" >&2
@@ -31,9 +36,16 @@ fi
 
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-cmake --preset package "${launcher[@]}" >/dev/null
+if [[ $# -eq 0 ]]; then
+  cmake --preset package "${launcher[@]}" >/dev/null
+else
+  [[ -f $build/CMakeCache.txt ]] || fail "$build is not a configured build"
+  # The install settings of the `package` preset (CMakePresets.json).
+  cmake -S . -B "$build" -DCMAKE_INSTALL_PREFIX=/usr -DSBX_INSTALL_BWRAP_NAME=ON \
+    -DSBX_BWRAP_NAME_DIR=libexec/ateam-sandbox >/dev/null
+fi
 # The static executable's link warns that NSS loads the host glibc's modules: expected.
-cmake --build "$build" -j"$jobs" 2>&1 | grep -v -e 'in statically linked applications' \
+cmake --build "$build" -j"$jobs" --target ateam-sandbox sbx_man_page 2>&1 | grep -v -e 'in statically linked applications' \
   -e '^/usr/bin/ld: .*: in function' || true
 [[ -x $build/ateam-sandbox ]] || fail "$build/ateam-sandbox was not built"
 rm -f "$build"/ateam-sandbox_*.deb
@@ -117,8 +129,12 @@ if [[ -n ${SBX_PACKAGE_TEST_ROOT:-} ]]; then
   root=$SBX_PACKAGE_TEST_ROOT
   [[ -x $root/usr/bin/apt-get ]] || fail "$root is not a Debian root (no apt-get)"
   command -v bwrap >/dev/null || fail "bwrap is needed to enter $root"
-  # bwrap, not chroot: a chrooted process may not create user namespaces.
-  bwrap --bind "$root" / --proc /proc --dev /dev --tmpfs /tmp \
+  # debootstrap writes no /etc/hosts (the installer does); a dispatch mounts its own over it.
+  [[ -e $root/etc/hosts ]] || printf '127.0.0.1\tlocalhost\n' >"$root/etc/hosts"
+  # bwrap, not chroot: a chrooted process may not create user namespaces. The host's /proc,
+  # bound whole: the kernel lets the sandbox mount a fresh proc only where one is fully
+  # visible already. /tmp world-writable, for apt's unprivileged helper.
+  bwrap --bind "$root" / --bind /proc /proc --dev /dev --perms 01777 --tmpfs /tmp \
     --ro-bind /etc/resolv.conf /etc/resolv.conf --ro-bind "$deb" "/tmp/$(basename "$deb")" \
     --setenv DEBIAN_FRONTEND noninteractive --setenv PATH /usr/sbin:/usr/bin:/sbin:/bin \
     -- /bin/sh -euc '

@@ -63,5 +63,5 @@ SBX_BUILD_DIR="$repo/build" scripts/run_matrix.sh
 step "fuzzers (scripts/fuzz.sh)"
 scripts/fuzz.sh
 
-step "package (scripts/package-test.sh)"
-scripts/package-test.sh
+step "package (scripts/package-test.sh, from build/)"
+scripts/package-test.sh build
