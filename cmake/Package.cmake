@@ -28,8 +28,12 @@ string(REGEX MATCH "[0-9]+\\.[0-9]+" sbx_glibc_version "${sbx_glibc}")
 if(NOT sbx_glibc_version)
   message(FATAL_ERROR "Can't tell the glibc version (getconf GNU_LIBC_VERSION: '${sbx_glibc}')")
 endif()
-# git: `run --repo` clones with it.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= ${sbx_glibc_version}), git")
+# git: `run --repo` clones with it. A dynamic executable gets its libc6 from dpkg-shlibdeps.
+if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN OR SBX_SHARED_SECURITY_LIBS))
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= ${sbx_glibc_version}), git")
+else()
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "git")
+endif()
 # bubblewrap: `--backend bwrap`; apparmor: loads the profile where the kernel restricts
 # unprivileged user namespaces.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bubblewrap, apparmor")
