@@ -4,12 +4,12 @@
 # starting from its seed corpus in fuzz/corpus/<name>/ (new inputs go to
 # build-fuzz/corpus/<name>/; the repository is not touched). A crash, a leak or a failed check stops the script with the fuzzer's report;
 # the input that caused it is in build-fuzz/artifacts/.
-#   scripts/fuzz.sh [SECONDS]    seconds per fuzzer: $SBX_FUZZ_SECONDS, default 20
+#   scripts/fuzz.sh [SECONDS]    seconds per fuzzer: $SBX_FUZZ_SECONDS, default 15
 # $SBX_JOBS sets the build parallelism (default 2). Called by scripts/test.sh.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-seconds=${1:-${SBX_FUZZ_SECONDS:-20}}
+seconds=${1:-${SBX_FUZZ_SECONDS:-15}}
 jobs=${SBX_JOBS:-2}
 build=build-fuzz
 
