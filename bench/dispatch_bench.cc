@@ -20,12 +20,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -87,7 +87,7 @@ Env Setup(const Config& cfg) {
   Shell("install -m 0755 " + cfg.ateam + " " + env.ateam + " && install -m 0755 /proc/" +
         std::to_string(getpid()) + "/exe " + env.stamp);
   Shell("mkdir -m 0755 " + env.roots + " " + env.outs + " " + env.logs + " " + env.workspace +
-        " && echo '{\"token\": \"x\"}' > " + env.cred + " && chmod 0644 " + env.cred);
+        R"( && echo '{"token": "x"}' > )" + env.cred + " && chmod 0644 " + env.cred);
   // A small repository: 40 files of ~2 KiB in a few directories, two commits.
   Shell("set -e; mkdir " + env.repo + "; cd " + env.repo +
         "; git init -q; for d in src doc test; do mkdir $d; for i in $(seq 1 13); do "

@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,6 +24,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,7 +70,7 @@ double BulkGbps(uint16_t port, uint64_t total) {
   double connect_ms = 0;
   int fd = ConnectLoopback(port, &connect_ms);
   if (fd < 0) return -1;
-  std::vector<char> chunk(256 * 1024, 'b');
+  std::vector<char> chunk(size_t{256} * 1024, 'b');
   chunk[0] = 'S';  // the server's sink mode: discard, answer one byte at EOF
   auto start = Clock::now();
   bool ok = true;
@@ -119,6 +119,7 @@ CpsResult ConnectionsPerSecond(uint16_t port, int clients, double seconds) {
   auto deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(clients));
   for (int t = 0; t < clients; ++t) {
     threads.emplace_back([&, t] {
       for (uint64_t n = 0; n < kMaxPerClient && Clock::now() < deadline; ++n) {
@@ -334,6 +335,30 @@ bool ParseArgs(int argc, char** argv, Config& config) {
          config.idle_conns <= 5000;
 }
 
+// The connections/s and max connect() rows, 1 and 8 clients, for the first `sides` ports;
+// returns the failed connections.
+uint64_t AddConnectionRateRows(const std::array<uint16_t, 3>& ports, int sides, double seconds,
+                               std::vector<Row>& rows) {
+  uint64_t failures = 0;
+  for (int clients : {1, 8}) {
+    std::array<CpsResult, 3> r;
+    for (int s = 0; s < sides; ++s) {
+      r[static_cast<size_t>(s)] =
+          ConnectionsPerSecond(ports[static_cast<size_t>(s)], clients, seconds);
+      failures += r[static_cast<size_t>(s)].failures;
+    }
+    auto pick = [&](auto field) {
+      std::array<double, 3> v = {-1, -1, -1};
+      for (int s = 0; s < sides; ++s) v[static_cast<size_t>(s)] = r[static_cast<size_t>(s)].*field;
+      return v;
+    };
+    std::string n = std::to_string(clients) + (clients == 1 ? " client" : " clients");
+    rows.push_back({"connections/s, " + n, pick(&CpsResult::per_sec), 0});
+    rows.push_back({"max connect() ms, " + n, pick(&CpsResult::max_connect_ms), 2});
+  }
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -383,23 +408,7 @@ int main(int argc, char** argv) {
                   each([&](uint16_t p) { return BulkGbps(p, config.bulk_bytes); }), 2});
   rows.push_back({"1-byte RTT median (us)",
                   each([&](uint16_t p) { return RttMedianUs(p, config.rtt_rounds); }), 1});
-  uint64_t failures = 0;
-  for (int clients : {1, 8}) {
-    std::array<CpsResult, 3> r;
-    for (int s = 0; s < sides; ++s) {
-      r[static_cast<size_t>(s)] =
-          ConnectionsPerSecond(ports[static_cast<size_t>(s)], clients, config.cps_seconds);
-      failures += r[static_cast<size_t>(s)].failures;
-    }
-    auto pick = [&](auto field) {
-      std::array<double, 3> v = {-1, -1, -1};
-      for (int s = 0; s < sides; ++s) v[static_cast<size_t>(s)] = r[static_cast<size_t>(s)].*field;
-      return v;
-    };
-    std::string n = std::to_string(clients) + (clients == 1 ? " client" : " clients");
-    rows.push_back({"connections/s, " + n, pick(&CpsResult::per_sec), 0});
-    rows.push_back({"max connect() ms, " + n, pick(&CpsResult::max_connect_ms), 2});
-  }
+  uint64_t failures = AddConnectionRateRows(ports, sides, config.cps_seconds, rows);
   std::array<double, 3> memory = {-1, -1, -1};
   memory[1] = KiBPerIdleConnection(tunnel->port, config.idle_conns, {tunnel->pid});
   if (socat) {

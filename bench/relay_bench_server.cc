@@ -85,7 +85,7 @@ void Server::Loop() {
   ev.data.fd = listen_fd_;
   ::epoll_ctl(ep, EPOLL_CTL_ADD, listen_fd_, &ev);
   std::unordered_map<int, Mode> modes;
-  std::vector<char> buf(256 * 1024);
+  std::vector<char> buf(size_t{256} * 1024);
   std::vector<epoll_event> events(256);
   while (!stop_) {
     int n = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), 50);
@@ -189,7 +189,7 @@ uint16_t FreeLoopbackPort() {
 void RaiseFdLimit(int fds) {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) < 0) return;
-  rlim_t want = static_cast<rlim_t>(fds);
+  auto want = static_cast<rlim_t>(fds);
   if (lim.rlim_cur >= want) return;
   lim.rlim_cur = std::min(want, lim.rlim_max);
   ::setrlimit(RLIMIT_NOFILE, &lim);

@@ -4,12 +4,12 @@
 //
 //   startup_bench --a NAME=PATH --b NAME=PATH [--runs N] [--warmup N]
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 

@@ -9,7 +9,11 @@ add_executable(ateam-sandbox
   ${PROJECT_SOURCE_DIR}/cli/name_service.cc
   ${PROJECT_SOURCE_DIR}/cli/harvest_command.cc
 )
-target_include_directories(ateam-sandbox PRIVATE ${PROJECT_SOURCE_DIR})
+# cli/version.h is generated from cli/version.h.in: the version of project().
+configure_file(${PROJECT_SOURCE_DIR}/cli/version.h.in ${PROJECT_BINARY_DIR}/generated/cli/version.h
+               @ONLY)
+target_include_directories(ateam-sandbox PRIVATE ${PROJECT_SOURCE_DIR}
+                                                 ${PROJECT_BINARY_DIR}/generated)
 target_link_libraries(ateam-sandbox PRIVATE sbx_cli_bwrap sbx_cli_run sbx_doctor sbx_supervise sbx_dispatch sbx_runtime sbx::fmt CLI11::CLI11)
 # Every exec of the runtime (the bwrap face, `run`, the supervisor in each sandbox) pays
 # for the dynamic loader; a static PIE pays nothing and keeps ASLR. docs/performance.md has
@@ -27,7 +31,7 @@ add_executable(bwrap
 target_include_directories(bwrap PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(bwrap PRIVATE sbx_cli_bwrap sbx_runtime sbx::fmt)
 foreach(exe ateam-sandbox bwrap)
-  if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN))
+  if(SBX_STATIC_EXE AND NOT (SBX_ASAN OR SBX_UBSAN OR SBX_TSAN OR SBX_SHARED_SECURITY_LIBS))
     # -static-pie picks rcrt1.o; adding -static-libgcc would swap in the wrong start files.
     target_link_options(${exe} PRIVATE -static-pie)
     # cli/name_service.h: only glibc's built-in NSS modules in a static executable.
@@ -44,5 +48,3 @@ set_target_properties(bwrap PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_D
 if(IS_SYMLINK ${CMAKE_BINARY_DIR}/compat/bwrap)
   file(REMOVE ${CMAKE_BINARY_DIR}/compat/bwrap)
 endif()
-install(TARGETS ateam-sandbox RUNTIME DESTINATION bin)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/man/ateam-sandbox.1 DESTINATION share/man/man1)

@@ -19,6 +19,7 @@
 #include "cli/harvest_command.h"
 #include "cli/name_service.h"
 #include "cli/run_command.h"
+#include "cli/version.h"
 #include "supervise/supervise_command.h"
 
 namespace {
@@ -61,7 +62,7 @@ int Main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "--version") {
-    fmt::print("ateam-sandbox 0.1.0\n");
+    fmt::print("ateam-sandbox {}\n", sbx::cli::kVersion);
     return 0;
   }
   if (args[0] == "bwrap") {

@@ -17,8 +17,18 @@ function(sbx_static_or_shared out_var)
   set(${out_var} ${libs} PARENT_SCOPE)
 endfunction()
 
-sbx_static_or_shared(sbx_cap_libs cap)
-sbx_static_or_shared(sbx_seccomp_libs seccomp)
+# Distributions that want their security updates of libcap and libseccomp to reach us link
+# them dynamically; the executable is then a dynamic PIE (docs/packaging.md has the cost).
+option(SBX_SHARED_SECURITY_LIBS "Link libcap and libseccomp as shared libraries" OFF)
+if(SBX_SHARED_SECURITY_LIBS)
+  find_library(SBX_SHARED_LIB_cap NAMES cap REQUIRED NO_CACHE)
+  find_library(SBX_SHARED_LIB_seccomp NAMES seccomp REQUIRED NO_CACHE)
+  set(sbx_cap_libs ${SBX_SHARED_LIB_cap})
+  set(sbx_seccomp_libs ${SBX_SHARED_LIB_seccomp})
+else()
+  sbx_static_or_shared(sbx_cap_libs cap)
+  sbx_static_or_shared(sbx_seccomp_libs seccomp)
+endif()
 sbx_static_or_shared(sbx_nl_libs nl-route-3 nl-3)
 
 add_library(sbx_dep_cap INTERFACE)

@@ -3,10 +3,14 @@
 # A sample repository is cloned fresh; a scripted "agent" lists what it can see, writes a
 # report to the out dir, calls a local demo HTTPS endpoint through the tunnel, and fails to
 # reach anything else. The report is printed at the end.
+# With $SBX_DEMO_BIN set (e.g. /usr/bin/ateam-sandbox from the package), nothing is installed
+# or built: the demo runs that executable (it needs git, openssl and curl).
 set -euo pipefail
 repo_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo_dir"
 
+sandbox=${SBX_DEMO_BIN:-build/ateam-sandbox}
+if [[ -z ${SBX_DEMO_BIN:-} ]]; then
 scripts/install-deps.sh --if-missing
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_BUILD_TESTS=OFF -DSBX_BUILD_BENCH=OFF >/dev/null
 build_log=$(mktemp)
@@ -20,6 +24,7 @@ fi
 grep -v -e 'in statically linked applications requires at runtime' \
   -e '^/usr/bin/ld: .*: in function `.*'"'"':$' "$build_log" >&2 || true
 rm -f "$build_log"
+fi
 
 demo=$(mktemp -d /tmp/ateam-demo.XXXXXX)
 chmod 0755 "$demo"
@@ -81,7 +86,7 @@ git -C "$demo/sample" add agent.sh
 git -C "$demo/sample" -c user.name=demo -c user.email=demo@example.invalid commit -qm "sample"
 
 echo "== ateam-sandbox run: a fresh clone, a scripted agent, one allowed endpoint"
-build/ateam-sandbox run --repo "$demo/sample" --workspace-root "$demo/dispatches" \
+"$sandbox" run --repo "$demo/sample" --workspace-root "$demo/dispatches" \
   --out "$demo/out" --allow "api.demo.test=127.0.0.1:$port" --ro "$demo/ca.pem" \
   --setenv "DEMO_CA=$demo/ca.pem" --status-json "$demo/status.json" \
   -- ./agent.sh "$demo/out" || true

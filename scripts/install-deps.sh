@@ -11,7 +11,9 @@ packages=(
   libgtest-dev libgmock-dev googletest
   bubblewrap socat openssl curl iproute2 git
   clang-format clang-tidy
-  clang libclang-rt-14-dev  # the libFuzzer targets of fuzz/ (-DSBX_BUILD_FUZZ=ON)
+  clang libclang-rt-14-dev  # the clang build and the libFuzzer targets (scripts/fuzz.sh)
+  apparmor  # apparmor_parser, to check the AppArmor profile (scripts/check-apparmor.sh)
+  dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps and file (scripts/package-test.sh)
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
   uidmap  # newuidmap/newgidmap: run_test maps a subordinate id range, as rootless Podman does
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)

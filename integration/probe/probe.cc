@@ -56,7 +56,11 @@ int RunReport(const char* argv0);
 // The symbolic name of an errno value ("EPERM"), or "E<number>" if glibc has none.
 std::string ErrnoName(int err) {
   const char* name = strerrorname_np(err);
-  return name != nullptr ? name : "E" + std::to_string(err);
+  if (name != nullptr) return name;
+  // Appended, not "E" + to_string(): GCC 12 at -O3 warns falsely (-Wrestrict) on that.
+  std::string out = "E";
+  out += std::to_string(err);
+  return out;
 }
 
 namespace {
