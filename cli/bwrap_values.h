@@ -1,7 +1,8 @@
 // Value parsing for the bwrap command-line parser: numbers, capability names, the
 // environment edits and the fd reads that bwrap performs while it walks argv. Internal to
 // cli/bwrap_*; every function reproduces one bwrap 0.11.1 rule exactly, including its
-// quirks (see docs/bwrap-behaviour.md, "Command-line model"), because callers compare our behaviour with bwrap's.
+// quirks (see docs/bwrap-behaviour.md, "Command-line model"), because callers compare our behaviour
+// with bwrap's.
 #pragma once
 
 #include <sys/types.h>

@@ -1,9 +1,9 @@
-// --userns, --userns2 and --pidns with real namespaces (docs/bwrap-behaviour.md, "The sequence, as seen from
-// outside"): a helper process tree holds a user namespace, a pid namespace
-// owned by it and a nested user namespace, the way a container runtime would, and hands
-// their /proc/PID/ns files to the sandbox as inherited fds. The probe then shows which
-// namespaces it runs in. Run as root and as an unprivileged user (scripts/run_matrix.sh);
-// where the kernel's rules give the two callers different outcomes, both are asserted.
+// --userns, --userns2 and --pidns with real namespaces (docs/bwrap-behaviour.md, "The sequence, as
+// seen from outside"): a helper process tree holds a user namespace, a pid namespace owned by it
+// and a nested user namespace, the way a container runtime would, and hands their /proc/PID/ns
+// files to the sandbox as inherited fds. The probe then shows which namespaces it runs in. Run as
+// root and as an unprivileged user (scripts/run_matrix.sh); where the kernel's rules give the two
+// callers different outcomes, both are asserted.
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>

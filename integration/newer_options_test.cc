@@ -1,5 +1,6 @@
 // Behaviour of bwrap 0.11.1 that Debian's 0.8.0 lacks or implements differently
-// (docs/bwrap-behaviour.md, the last section): --argv0, --level-prefix, the overlay family, idempotent
+// (docs/bwrap-behaviour.md, the last section): --argv0, --level-prefix, the overlay family,
+// idempotent
 // --symlink with its new error texts, and a caller that ignores SIGCHLD. Each test skips,
 // saying why, when the binary under test reports `bubblewrap 0.8.0`.
 #include <chrono>

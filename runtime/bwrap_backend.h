@@ -3,7 +3,8 @@
 //
 // How bwrap is started: the options (bwrap_render.h) go NUL-separated into a memfd that
 // bwrap reads with `--args FD`; only `-- COMMAND ARGS...` stays on the real argv, because
-// bwrap stops reading --args data at the first word that is not an option, so a command cannot come from there. Each seccomp program goes into its own memfd
+// bwrap stops reading --args data at the first word that is not an option, so a command cannot come
+// from there. Each seccomp program goes into its own memfd
 // (--add-seccomp-fd). Those memfds are created close-on-exec and numbered above every fd
 // the plan names (so an fd number the caller got wrong still fails in bwrap instead of
 // reading our data); FD_CLOEXEC is cleared only in the process that execs bwrap, just

@@ -179,8 +179,8 @@ struct SandboxSpec {
   std::vector<std::string> command;  // command[0] is looked up in env's PATH
 };
 
-// The order-dependent cross-option checks bwrap makes after parsing (docs/bwrap-behaviour.md, "Checks after parsing"),
-// with bwrap's messages. Returns Error::Usage() when no COMMAND was given.
+// The order-dependent cross-option checks bwrap makes after parsing (docs/bwrap-behaviour.md,
+// "Checks after parsing"), with bwrap's messages. Returns Error::Usage() when no COMMAND was given.
 base::Status ValidateSpec(const SandboxSpec& spec, const HostFacts& host);
 
 }  // namespace sbx::runtime

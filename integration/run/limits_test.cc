@@ -91,8 +91,7 @@ TEST_F(RunLimitsTest, DevAndTheTunnelDirectoryAreTiny) {
   for (const std::string path : {"/dev/big", "/run/ateam-tunnel/big"}) {
     // Landlock refuses these writes on its own (EACCES, kernel_surface_test.cc); without
     // its fs part the size of the mount is what stops them.
-    RunResult res =
-        RunAteam(Options({"--landlock-allow", "fs"}), Probe({"write", path, "4"}));
+    RunResult res = RunAteam(Options({"--landlock-allow", "fs"}), Probe({"write", path, "4"}));
     ASSERT_EQ(res.exit_code, 0) << Describe(res);
     Report report = ParseReport(res.out);
     EXPECT_EQ(Get(report, "errno"), "ENOSPC") << path << ": " << res.out;

@@ -1,9 +1,9 @@
 #include "integration/run/run_support.h"
 
 #include <dirent.h>
-#include <sys/stat.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>

@@ -92,9 +92,9 @@ TEST_F(SupervisorTest, RelaysTheRouteAndExitsWithTheAgentsCode) {
   uint16_t host_port = 0;
   base::UniqueFd host = HostListener(&host_port);
   ASSERT_TRUE(host);
-  SandboxRun run = RunSupervisorInSandbox(Concat(
-      RouteArgs(),
-      {TunnelClient(), kRouteAddress, std::to_string(host_port), "127.77.0.3:443", "42"}));
+  SandboxRun run = RunSupervisorInSandbox(
+      Concat(RouteArgs(),
+             {TunnelClient(), kRouteAddress, std::to_string(host_port), "127.77.0.3:443", "42"}));
   if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
   ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
   EXPECT_EQ(run.exit_code, 42) << run.stderr_text;
