@@ -77,7 +77,8 @@ class RunWorkspaceTaintTest : public ::testing::Test {
 
   [[nodiscard]] bool MarkerExists() const { return access(marker_.c_str(), F_OK) == 0; }
 
-  TempDir origin_, root_, marker_dir_, status_dir_;
+  TempDir origin_, marker_dir_, status_dir_;
+  RootTempDir root_;  // --workspace-root: never below a directory another uid owns
   std::string marker_;
   std::string status_path_ = status_dir_.Sub("status.json");
   RunResult last_;
