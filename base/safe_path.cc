@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,36 @@ Result<UniqueFd> OpenDirPath(int dirfd, const std::string& name, const std::stri
   return fd;
 }
 
+// In a user namespace that does not map host uid 0 (a rootless container, `unshare -r`),
+// host root's directories show up as owned by the overflow uid, like those of every other
+// unmapped user: nothing from inside can tell them apart, and the namespace's creator
+// decided what it sees. Such a directory is accepted on the way to a root, never as the
+// place written in. Outside such a namespace the overflow uid is an ordinary user.
+bool OverflowOwnerStandsForRoot(uid_t uid) {
+  static const uid_t overflow = [] {
+    unsigned value = 65534;
+    if (FILE* f = std::fopen("/proc/sys/kernel/overflowuid", "re")) {
+      if (std::fscanf(f, "%u", &value) != 1) value = 65534;
+      std::fclose(f);
+    }
+    return static_cast<uid_t>(value);
+  }();
+  static const bool host_root_unmapped = [] {
+    FILE* f = std::fopen("/proc/self/uid_map", "re");
+    if (f == nullptr) return false;
+    bool mapped = false;
+    unsigned long inside = 0;
+    unsigned long outside = 0;
+    unsigned long count = 0;
+    while (std::fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3) {
+      if (outside == 0 && count > 0) mapped = true;
+    }
+    std::fclose(f);
+    return !mapped;
+  }();
+  return host_root_unmapped && uid == overflow;
+}
+
 Status CheckFd(int fd, const DirRule& rule, const std::string& shown) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return ErrnoError("Can't stat", shown);
@@ -48,7 +79,8 @@ Status CheckFd(int fd, const DirRule& rule, const std::string& shown) {
 Status CheckDirStat(const struct stat& st, const DirRule& rule, const std::string& path) {
   if (S_ISLNK(st.st_mode)) return Error(ELOOP, "Refusing directory (a symlink)", path);
   if (!S_ISDIR(st.st_mode)) return Error(ENOTDIR, "Refusing", path);
-  bool owner_ok = st.st_uid == rule.owner || (!rule.owner_only && st.st_uid == 0);
+  bool owner_ok = st.st_uid == rule.owner || (!rule.owner_only && st.st_uid == 0) ||
+                  (rule.as_ancestor && OverflowOwnerStandsForRoot(st.st_uid));
   if (!owner_ok) {
     return Error(EPERM,
                  "Refusing directory owned by uid " + std::to_string(st.st_uid) +

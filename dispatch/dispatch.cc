@@ -223,6 +223,76 @@ std::vector<std::string> CurrentEnvironment() {
 }
 
 // Everything up to a compiled plan and running relays; then launch and serve.
+// The dispatch's cgroup, or why there is none; a dry run makes none and says where it
+// would go.
+struct DispatchCgroupSetup {
+  std::optional<DispatchCgroup> cgroup;
+  std::string missing;
+  std::string planned;
+};
+
+DispatchCgroupSetup SetUpCgroup(const DispatchRequest& request, const std::string& id,
+                                const DispatchLimits& limits) {
+  DispatchCgroupSetup setup;
+  if (request.dry_run) {
+    auto where = DispatchCgroup::Probe();
+    if (where) setup.planned = "(dry run: none made) " + *where;
+    if (!where) setup.missing = where.error().Render();
+    return setup;
+  }
+  auto made = DispatchCgroup::Create(id, {limits.memory, limits.pids, limits.cpus});
+  if (made) {
+    setup.cgroup.emplace(std::move(*made));
+    return setup;
+  }
+  setup.missing = made.error().Render();
+  // Said on stderr when the caller asked for a cgroup limit or is looking (a terminal);
+  // always in the status document and the dry run, and `doctor` explains it.
+  if (request.memory || request.pids || request.cpus || ::isatty(STDERR_FILENO) == 1) {
+    fmt::print(stderr,
+               "ateam-sandbox run: no cgroup for this dispatch ({}): memory and cpu are not "
+               "limited; `ateam-sandbox doctor` says how to delegate one\n",
+               setup.missing);
+  }
+  return setup;
+}
+
+// --dry-run: what the agent's sandbox would be, printed instead of started.
+void PrintDryRun(const runtime::Plan& plan, const DispatchRequest& request,
+                 const DispatchResult& result, const security::LandlockRuleset& ruleset,
+                 const LimitsReport& report) {
+  fmt::print("{}", runtime::PrintPlan(plan));
+  fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(plan, request.bwrap_path));
+  for (const DispatchRoute& route : result.routes) {
+    fmt::print("route: {}:{} {} at {} -> {}\n", route.host, route.port, route.kind,
+               route.sandbox_address, route.upstream);
+  }
+  // The groups were checked when the policy was compiled.
+  auto seccomp_lines = security::DescribeSeccompPolicy({.relaxed_groups = request.seccomp_allow});
+  if (seccomp_lines) {
+    for (const std::string& line : *seccomp_lines) fmt::print("{}\n", line);
+  }
+  for (const std::string& line : security::DescribeLandlock(ruleset)) fmt::print("{}\n", line);
+  for (const auto& line : report.enforced) fmt::print("limit: {}\n", line);
+  for (const auto& line : report.not_enforced) fmt::print("limit not enforced: {}\n", line);
+}
+
+// After the sandbox: an agent the OOM killer ended in the dispatch's cgroup is reported as
+// such; the cgroup goes.
+void RecordOomAndRemove(DispatchCgroup* cgroup, uint64_t memory, DispatchResult* result) {
+  if (result->exit_code == 128 + SIGKILL && cgroup->OomKills() > 0) {
+    result->reason = "oom";
+    result->error = fmt::format(
+        "out of memory: the sandbox reached --memory {} bytes and the kernel killed it", memory);
+  }
+  cgroup->Remove();
+}
+
+// One dispatch from request to exit status, in the order the host side must take its
+// steps (every check before anything is created; the janitor before any other descriptor).
+// Longer than the size check wants: its objects hold each other (the janitor the state
+// directory, the relay the loop), and splitting it means a setup struct that keeps them
+// in place; left for that change. NOLINTNEXTLINE(readability-function-size)
 base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
                       DispatchResult* result, Clock::time_point start) {
   auto host = runtime::ProbeHostFacts();
@@ -273,25 +343,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
                                               "/tmp", host->euid});
   if (!state_dir) return state_dir.error();
   // Before the janitor, which removes it too after a SIGKILL of `run`.
-  std::optional<DispatchCgroup> cgroup;
-  std::string cgroup_missing;
-  std::string cgroup_planned;  // a dry run creates none: where it would go
-  if (request.dry_run) {
-    auto where = DispatchCgroup::Probe();
-    if (where) cgroup_planned = "(dry run: none made) " + *where;
-    if (!where) cgroup_missing = where.error().Render();
-  } else {
-    auto made = DispatchCgroup::Create(result->id, {limits->memory, limits->pids, limits->cpus});
-    if (made) {
-      cgroup.emplace(std::move(*made));
-    } else {
-      cgroup_missing = made.error().Render();
-      fmt::print(stderr,
-                 "ateam-sandbox run: no cgroup for this dispatch ({}): memory and cpu are not "
-                 "limited; `ateam-sandbox doctor` says how to delegate one\n",
-                 cgroup_missing);
-    }
-  }
+  DispatchCgroupSetup cg = SetUpCgroup(request, result->id, *limits);
+  std::optional<DispatchCgroup>& cgroup = cg.cgroup;
   // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h), but
   // for the cgroup's cgroup.procs files, which keep nothing alive.
   auto janitor =
@@ -360,27 +413,14 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // behind the seccomp rule there.
   if (bwrap_backend && !limits->nested_userns) spec->disable_userns = true;
   if (cgroup) spec->cgroup_procs_fds = cgroup->ProcsFds();
-  LimitsReport report = ReportLimits(*limits, bwrap_backend,
-                                     cgroup ? cgroup->Describe() : cgroup_planned, cgroup_missing);
+  LimitsReport report =
+      ReportLimits(*limits, bwrap_backend, cgroup ? cgroup->Describe() : cg.planned, cg.missing);
   result->limits_json = RenderLimitsJson(*limits, report);
   auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
   if (tty) plan->stdout_tty.reset();  // the caller's terminal is never the sandbox's console
   if (request.dry_run) {
-    fmt::print("{}", runtime::PrintPlan(*plan));
-    fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(*plan, request.bwrap_path));
-    for (const DispatchRoute& route : result->routes) {
-      fmt::print("route: {}:{} {} at {} -> {}\n", route.host, route.port, route.kind,
-                 route.sandbox_address, route.upstream);
-    }
-    // The groups were checked when the policy was compiled above.
-    auto seccomp_lines = security::DescribeSeccompPolicy({.relaxed_groups = request.seccomp_allow});
-    if (seccomp_lines) {
-      for (const std::string& line : *seccomp_lines) fmt::print("{}\n", line);
-    }
-    for (const std::string& line : security::DescribeLandlock(ruleset)) fmt::print("{}\n", line);
-    for (const auto& line : report.enforced) fmt::print("limit: {}\n", line);
-    for (const auto& line : report.not_enforced) fmt::print("limit not enforced: {}\n", line);
+    PrintDryRun(*plan, request, *result, ruleset, report);
     result->reason = "dry-run";
     result->exit_code = 0;
     return {};
@@ -418,16 +458,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
       ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds, hang_up);
   if (tty) tty->Finish();
   RecordExit(sandbox->Reap(), outcome, result);
-  if (cgroup) {
-    if (result->exit_code == 128 + SIGKILL && cgroup->OomKills() > 0) {
-      result->reason = "oom";
-      result->error = fmt::format(
-          "out of memory: the sandbox reached --memory {} bytes and the "
-          "kernel killed it",
-          limits->memory);
-    }
-    cgroup->Remove();
-  }
+  if (cgroup) RecordOomAndRemove(&*cgroup, limits->memory, result);
   // The sandbox is gone: undo what the agent left in the git metadata, then harvest.
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();

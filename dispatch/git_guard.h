@@ -73,7 +73,7 @@ class GitGuard {
   // (empty when nothing), every change undone. Never throws away the agent's files
   // wholesale: a foreign `.git` file is renamed to `.git.ateam-disabled`, a foreign git
   // directory gets a plain config and no hooks.
-  std::vector<std::string> CheckAndRestore() const;
+  [[nodiscard]] std::vector<std::string> CheckAndRestore() const;
 
   [[nodiscard]] const std::vector<GuardedGitDir>& guarded() const { return guarded_; }
   // A fresh clone's HEAD commit, read from the refs git just wrote (nullopt otherwise:

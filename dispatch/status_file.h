@@ -19,8 +19,8 @@ class StatusFile {
   // whatever is at the name by then is replaced, never written through. Nothing is written
   // when the directory is `workspace` or `out` or below them (checked by inode; the dispatch
   // refused to start with such a name already).
-  base::Status Write(const std::string& text, const std::string& workspace,
-                     const std::string& out) const;
+  [[nodiscard]] base::Status Write(const std::string& text, const std::string& workspace,
+                                   const std::string& out) const;
 
  private:
   StatusFile(std::string path, std::string name, base::UniqueFd dir)

@@ -54,7 +54,7 @@ class RunLimitsTest : public ::testing::Test {
   static bool Native() { return Backend() == "native"; }
   // Why no cgroup can be used for this caller here (run's one stderr line), or "".
   [[nodiscard]] std::string NoCgroupReason() const {
-    RunResult res = RunAteam(Options(), {"true"});
+    RunResult res = RunAteam(Options({"--memory", "8g"}), {"true"});
     auto at = res.err.find("no cgroup for this dispatch");
     if (at == std::string::npos) return "";
     return res.err.substr(at, res.err.find('\n', at) - at);
