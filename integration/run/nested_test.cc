@@ -132,12 +132,15 @@ class NestedRunTest : public ::testing::Test {
   }
 
   // `script` run by sh in the outer namespace made by `unshare unshare_args -mpf
-  // --mount-proc`, after a fresh /tmp is mounted there. $A is our binary, $D the test dir.
+  // --mount-proc`, after a fresh /tmp and /run are mounted there, as a container has its
+  // own (a root caller keeps its state directory under /run). $A is our binary, $D the
+  // test dir.
   RunResult InOuterNamespace(const Args& unshare_args, const std::string& script) {
     Args argv = {"unshare"};
     argv.insert(argv.end(), unshare_args.begin(), unshare_args.end());
-    argv.insert(argv.end(), {"-mpf", "--mount-proc", "sh", "-c",
-                             "mount -t tmpfs tmpfs /tmp && " + script, "sh"});
+    argv.insert(argv.end(),
+                {"-mpf", "--mount-proc", "sh", "-c",
+                 "mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /run && " + script, "sh"});
     return RunCommand(argv, WithEnv({"A=" + dir_ + "/ateam-sandbox", "D=" + dir_}));
   }
 
