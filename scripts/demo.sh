@@ -26,7 +26,14 @@ grep -v -e 'in statically linked applications requires at runtime' \
 rm -f "$build_log"
 fi
 
-demo=$(mktemp -d /tmp/ateam-demo.XXXXXX)
+# run puts dispatch directories only below directories owned by root or the caller: where
+# /tmp belongs to someone else (some containers give it to the overflow uid), use /var/tmp.
+demo_base=/tmp
+if [[ $(stat -c %u /tmp) != 0 && $(stat -c %u /tmp) != $(id -u) ]]; then demo_base=/var/tmp; fi
+demo=$(mktemp -d "$demo_base/ateam-demo.XXXXXX")
+# A root caller's sandbox runs as another uid: it must be able to reach the out dir.
+chmod 0755 "$demo"
+mkdir -p "$demo/out"
 chmod 0755 "$demo"
 server_pid=""
 cleanup() {
