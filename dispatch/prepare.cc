@@ -253,12 +253,15 @@ base::Result<AgentInstall> FindAgentInstall(const DispatchRequest& request,
 
 base::Status CheckFileOutside(const std::string& flag, const std::string& file,
                               const DispatchDirs& dirs) {
-  std::string parent = file.substr(0, file.rfind('/') == std::string::npos ? 0 : file.rfind('/'));
-  if (file.starts_with('/') && parent.empty()) parent = "/";
+  // Built whole rather than assigned: GCC 12 warns falsely (-Wrestrict) on assigning a
+  // literal to a string at -O2.
+  const size_t slash = file.rfind('/');
+  const std::string parent = slash == std::string::npos ? std::string(".")
+                             : slash == 0               ? std::string("/")
+                                                        : file.substr(0, slash);
   // By inode, walking up from the directory itself: no spelling of the path (links, bind
   // mounts of the same directory) gets around it.
-  base::UniqueFd dir(
-      ::open(parent.empty() ? "." : parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  base::UniqueFd dir(::open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return base::ErrnoError(flag, file);
   for (const std::string& top : {dirs.workspace, dirs.out}) {
     struct stat st {};
