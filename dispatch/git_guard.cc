@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/lexical_path.h"
 #include "dispatch/at_file.h"
 
 namespace sbx::dispatch {
@@ -171,25 +172,10 @@ std::optional<std::string> PointerTarget(const GitPointer& pointer, const std::s
     return std::nullopt;
   }
   // Lexically: "a/../b" is "b"; climbing above the workspace is outside it.
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= joined.size()) {
-    size_t end = joined.find('/', start);
-    if (end == std::string::npos) end = joined.size();
-    std::string part = joined.substr(start, end - start);
-    start = end + 1;
-    if (part.empty() || part == ".") continue;
-    if (part != "..") {
-      parts.push_back(part);
-    } else if (parts.empty()) {
-      return std::nullopt;
-    } else {
-      parts.pop_back();
-    }
-  }
-  if (parts.empty()) return std::nullopt;
+  auto parts = base::LexicalComponents(joined, /*above_top_is_error=*/true);
+  if (!parts || parts->empty()) return std::nullopt;
   std::string rel;
-  for (const auto& part : parts) rel = Join(rel, part);
+  for (const auto& part : *parts) rel = Join(rel, part);
   return rel;
 }
 

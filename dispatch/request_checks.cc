@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "base/lexical_path.h"
+
 namespace sbx::dispatch {
 namespace {
 
@@ -24,21 +26,10 @@ constexpr std::array<std::string_view, 6> kRuntimePlaces = {
 // lexically (the bind itself still resolves symlinks as the runtime does).
 std::string Normalize(const std::string& path, const std::string& cwd) {
   std::string joined = path.starts_with('/') ? path : cwd + "/" + path;
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= joined.size()) {
-    size_t end = joined.find('/', start);
-    if (end == std::string::npos) end = joined.size();
-    std::string part = joined.substr(start, end - start);
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.push_back(part);
-    }
-    start = end + 1;
-  }
+  // An absolute path: ".." at "/" stays at "/", so there is always a result.
   std::string normalized;
-  for (const auto& part : parts) normalized += "/" + part;
+  const auto parts = base::LexicalComponents(joined, /*above_top_is_error=*/false);
+  for (const auto& part : *parts) normalized += "/" + part;
   return normalized.empty() ? "/" : normalized;
 }
 
