@@ -15,7 +15,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -123,11 +125,23 @@ class SandboxProcess {
       ::_exit(kRuntimeFailureExit);
     }
     p.bwrap_pidfd_.reset(pidfd);
+    p.bwrap_pid_ = pid;
     return p;
   }
 
   [[nodiscard]] int pidfd() const { return native_ ? native_->pidfd() : bwrap_pidfd_.get(); }
-  void Signal(int sig) const { base::PidfdSendSignal(pidfd(), sig); }
+  // SIGKILL goes to the first process: the sandbox dies with it. Other signals are for the
+  // supervisor, which passes them to the agent; under bwrap that is bwrap's only child
+  // (the sandbox's pid 1, --as-pid-1), since bwrap itself passes nothing on.
+  void Signal(int sig) const {
+    if (sig != SIGKILL && !native_) {
+      if (base::UniqueFd supervisor = BwrapChildPidfd(); supervisor) {
+        base::PidfdSendSignal(supervisor.get(), sig);
+        return;
+      }
+    }
+    base::PidfdSendSignal(pidfd(), sig);
+  }
 
   // After pidfd() turned readable: the wait status of the sandbox's first process.
   siginfo_t Reap() {
@@ -138,8 +152,30 @@ class SandboxProcess {
   }
 
  private:
+  // bwrap's child, from /proc/<bwrap>/task/<bwrap>/children, as a pidfd (checked to be
+  // still bwrap's child after it was opened, so a recycled pid is never signalled).
+  [[nodiscard]] base::UniqueFd BwrapChildPidfd() const {
+    std::ifstream children(fmt::format("/proc/{}/task/{}/children", bwrap_pid_, bwrap_pid_));
+    pid_t child = 0;
+    if (!(children >> child) || child <= 0) return {};
+    base::UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+    std::ifstream status(fmt::format("/proc/{}/stat", child));
+    std::string line;
+    std::getline(status, line);
+    auto close_paren = line.rfind(')');
+    pid_t ppid = 0;
+    if (close_paren != std::string::npos) {
+      std::istringstream rest(line.substr(close_paren + 2));
+      char state = 0;
+      rest >> state >> ppid;
+    }
+    if (ppid != bwrap_pid_) return {};
+    return fd;
+  }
+
   std::optional<runtime::StartedSandbox> native_;
   base::UniqueFd bwrap_pidfd_;
+  pid_t bwrap_pid_ = 0;
 };
 
 struct LoopOutcome {
