@@ -510,8 +510,8 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
 // before the agent started leaves nothing behind.
 class MadeDirCleanup {
  public:
-  MadeDirCleanup(DispatchDirs* dirs, std::optional<runtime::SandboxSpec::HostIds> owner)
-      : dirs_(dirs), owner_(std::move(owner)) {}
+  MadeDirCleanup(DispatchDirs* dirs, const std::optional<runtime::SandboxSpec::HostIds>& owner)
+      : dirs_(dirs), owner_(owner) {}
   MadeDirCleanup(const MadeDirCleanup&) = delete;
   MadeDirCleanup& operator=(const MadeDirCleanup&) = delete;
   ~MadeDirCleanup() {

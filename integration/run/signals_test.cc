@@ -53,8 +53,8 @@ class RunSignalsTest : public ::testing::Test {
   Process StartTrappingAgent(const std::string& traps, const Args& extra = {}) {
     Args options = {"--workspace", work_.path(), "--out", out_.path(), "--status-json", status()};
     options.insert(options.end(), extra.begin(), extra.end());
-    return Process::Start(RunArgv(
-        options, {"/bin/sh", "-c", traps + "; echo ready; while :; do sleep 0.05; done"}));
+    return Process::Start(
+        RunArgv(options, {"/bin/sh", "-c", traps + "; echo ready; while :; do sleep 0.05; done"}));
   }
   std::string status() const { return state_.Sub("status.json"); }
   std::string Status() const { return ReadFile(status()).value_or(""); }
@@ -100,8 +100,8 @@ TEST_F(RunSignalsTest, AnAgentDyingOfTheSignalIsInterrupted) {
 // An agent that ignores the signal is killed once --grace has passed (watchdog: the wait's
 // own limit, far above the grace).
 TEST_F(RunSignalsTest, AnAgentIgnoringTheSignalIsKilledAfterTheGrace) {
-  Process run = StartTrappingAgent("trap 'echo TERM >> $ATEAM_OUT/got' TERM; trap '' INT",
-                                   {"--grace", "1"});
+  Process run =
+      StartTrappingAgent("trap 'echo TERM >> $ATEAM_OUT/got' TERM; trap '' INT", {"--grace", "1"});
   ASSERT_TRUE(run.WaitForOutput("ready", milliseconds(20000))) << run.out();
   ASSERT_EQ(kill(run.pid(), SIGTERM), 0);
   RunResult res = run.Wait(milliseconds(30000));
@@ -152,11 +152,11 @@ class SlowClone {
 TEST_F(RunSignalsTest, SigintDuringTheCloneStopsItAndLeavesNothing) {
   SlowClone slow;
   std::string ran = out_.Sub("agent-ran");
-  Process run = Process::Start(
-      RunArgv({"--repo", slow.repo(), "--workspace-root", slow.root(), "--out", out_.path(),
-               "--status-json", status(), "--no-default-allow"},
-              {"/bin/sh", "-c", "touch " + ran}),
-      WithEnv({slow.PathValue()}));
+  Process run =
+      Process::Start(RunArgv({"--repo", slow.repo(), "--workspace-root", slow.root(), "--out",
+                              out_.path(), "--status-json", status(), "--no-default-allow"},
+                             {"/bin/sh", "-c", "touch " + ran}),
+                     WithEnv({slow.PathValue()}));
   for (int i = 0; i < 400 && !slow.Started(); ++i) usleep(50000);
   ASSERT_TRUE(slow.Started()) << "the clone never started";
   ASSERT_EQ(kill(run.pid(), SIGINT), 0);
@@ -194,9 +194,8 @@ TEST_F(RunSignalsTest, FailedAndDryRunsLeaveNoDispatchDirectory) {
     EXPECT_EQ(std::count(res.err.begin(), res.err.end(), '\n'), 1) << Describe(res);
     EXPECT_TRUE(Entries(root).empty()) << extra.front() << " left a dispatch directory";
   }
-  RunResult dry =
-      RunAteam({"--repo", repo, "--workspace-root", root, "--no-default-allow", "--dry-run"},
-               {"true"});
+  RunResult dry = RunAteam(
+      {"--repo", repo, "--workspace-root", root, "--no-default-allow", "--dry-run"}, {"true"});
   EXPECT_EQ(dry.exit_code, 0) << Describe(dry);
   EXPECT_NE(dry.out.find("dry run: nothing was created"), std::string::npos) << dry.out;
   EXPECT_TRUE(Entries(root).empty()) << "the dry run made a dispatch directory";
