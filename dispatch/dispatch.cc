@@ -329,6 +329,7 @@ base::Result<ResolvedRequest> ResolveRequest(const DispatchRequest& given) {
   r.request = given;
   // Every path is checked, and made absolute, before anything is created.
   if (auto st = CheckRequestPaths(r.request, r.host.cwd); !st) return st.error();
+  if (auto st = CheckHostMountPoints("/etc"); !st) return st.error();
   auto routes = ParseDispatchRoutes(r.request);
   if (!routes) return routes.error();
   r.routes = std::move(*routes);
