@@ -78,6 +78,13 @@ base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchReques
   if (auto st = netns::ValidateRoutes(hosts); !st) {
     return base::Error::Message(fmt::format("--allow: {}", st.error().Render()));
   }
+  // One spelling everywhere: the name in the sandbox's /etc/hosts, the SNI a tls route
+  // expects, the name the relay resolves, the status document and the ledger.
+  for (relay::Route& route : routes) {
+    auto name = netns::NormalizeHostname(route.host);
+    if (!name) return base::Error::Message(fmt::format("--allow: {}", name.error().Render()));
+    route.host = std::move(*name);
+  }
   return routes;
 }
 
