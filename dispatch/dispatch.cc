@@ -401,7 +401,17 @@ struct HostServices {
     relay::HostRelayOptions options{
         state_dir->path(), r.routes, {}, r.request.ledger.value_or(""), socket_owner};
     auto relays = relay::HostRelay::Create(loop.get(), options);
-    if (!relays) return relays.error();
+    if (!relays) {
+      // When it is the preset's endpoint that failed, say how to go without it.
+      const std::string& preset = ProfileFor(r.request.agent).default_endpoint;
+      const std::string message = relays.error().Render();
+      if (r.request.no_default_allow || preset.empty() ||
+          !message.starts_with("Can't resolve " + preset + " ")) {
+        return relays.error();
+      }
+      return base::Error::Message(fmt::format(
+          "{}; or leave the --agent preset's endpoint out with --no-default-allow", message));
+    }
     tunnel = std::move(*relays);
     auto hosts = HostsFileFd(r.routes);
     if (!hosts) return hosts.error();

@@ -203,7 +203,8 @@ base::Result<SocketAddress> ResolveUpstream(const Route& route) {
   if (rc != 0) {
     int err = rc == EAI_SYSTEM ? errno : 0;
     return base::Error(err, "Can't resolve",
-                       route.host + " (" + std::string(::gai_strerror(rc)) + ")");
+                       route.host + " (" + std::string(::gai_strerror(rc)) +
+                           "; give its address with --allow " + route.host + "=ADDR:PORT)");
   }
   std::vector<SocketAddress> candidates;
   for (const addrinfo* ai = results.get(); ai != nullptr; ai = ai->ai_next) {
