@@ -8,8 +8,13 @@
 // processes before/after opening N connections). Everything binds 127.0.0.1 and every phase
 // is bounded in bytes, rounds or seconds, so the bench stops by itself.
 //
-//   relay_bench [--bulk-mib N] [--rtt-rounds N] [--cps-seconds S] [--idle-conns N]
-//               [--socat PATH]
+// Each metric is measured --samples times (default 5) per path, the paths interleaved: sample
+// k runs the paths in an order rotated by k (direct tunnel socat, tunnel socat direct, ...),
+// so a change in the machine's load falls on every path alike. The table shows each path's
+// median and, per pair of paths, the median of the per-sample ratios.
+//
+//   relay_bench [--samples N] [--bulk-mib N] [--rtt-rounds N] [--cps-seconds S]
+//               [--idle-conns N] [--socat PATH]
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -55,6 +60,7 @@ using bench::TreePssKiB;
 using bench::WriteAll;
 
 struct Config {
+  int samples = 5;
   uint64_t bulk_bytes = uint64_t{2} << 30;
   int rtt_rounds = 20000;
   double cps_seconds = 3.0;
@@ -286,11 +292,33 @@ std::optional<Socat> StartSocat(const Config& config, const std::string& dir,
 
 // ---- report ----
 
+// Per path (direct, tunnel, socat), one value per sample; < 0 or no values: not measured or
+// not applicable.
+using Samples = std::array<std::vector<double>, 3>;
+
 struct Row {
   std::string name;
-  std::array<double, 3> v;  // direct, tunnel, socat; < 0: not measured / not applicable
+  Samples v;
   int decimals;
 };
+
+double Median(std::vector<double> values) {
+  values.erase(std::remove_if(values.begin(), values.end(), [](double x) { return x < 0; }),
+               values.end());
+  if (values.empty()) return -1;
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The median over samples of a[i] / b[i] (the ratio within each interleaved sample).
+double MedianRatio(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i] >= 0 && b[i] > 0) ratios.push_back(a[i] / b[i]);
+  }
+  return Median(ratios);
+}
 
 std::string Cell(double v, int decimals) {
   if (v < 0) return "-";
@@ -299,24 +327,42 @@ std::string Cell(double v, int decimals) {
   return buf;
 }
 
-std::string Ratio(double a, double b) { return a < 0 || b <= 0 ? "-" : Cell(a / b, 2); }
-
-void PrintTable(const std::vector<Row>& rows) {
-  std::printf("\n%-34s %10s %10s %10s %14s %13s %13s\n", "metric", "direct", "tunnel", "socat",
+void PrintTable(const std::vector<Row>& rows, int samples) {
+  std::printf("\nmedians of %d interleaved samples per path; ratios: median of per-sample ratios\n",
+              samples);
+  std::printf("%-40s %10s %10s %10s %14s %13s %13s\n", "metric", "direct", "tunnel", "socat",
               "tunnel/direct", "socat/direct", "socat/tunnel");
   for (const Row& r : rows) {
-    std::printf("%-34s %10s %10s %10s %14s %13s %13s\n", r.name.c_str(),
-                Cell(r.v[0], r.decimals).c_str(), Cell(r.v[1], r.decimals).c_str(),
-                Cell(r.v[2], r.decimals).c_str(), Ratio(r.v[1], r.v[0]).c_str(),
-                Ratio(r.v[2], r.v[0]).c_str(), Ratio(r.v[2], r.v[1]).c_str());
+    std::printf(
+        "%-40s %10s %10s %10s %14s %13s %13s\n", r.name.c_str(),
+        Cell(Median(r.v[0]), r.decimals).c_str(), Cell(Median(r.v[1]), r.decimals).c_str(),
+        Cell(Median(r.v[2]), r.decimals).c_str(), Cell(MedianRatio(r.v[1], r.v[0]), 2).c_str(),
+        Cell(MedianRatio(r.v[2], r.v[0]), 2).c_str(), Cell(MedianRatio(r.v[2], r.v[1]), 2).c_str());
   }
+}
+
+// Runs `measure(path)` `samples` times for each of `paths`, sample k in the order rotated by
+// k, and returns the values per path in sample order.
+template <typename T>
+std::array<std::vector<T>, 3> Interleave(int samples, const std::vector<int>& paths,
+                                         const std::function<T(int)>& measure) {
+  std::array<std::vector<T>, 3> out;
+  for (int k = 0; k < samples; ++k) {
+    for (size_t j = 0; j < paths.size(); ++j) {
+      int path = paths[(static_cast<size_t>(k) + j) % paths.size()];
+      out[static_cast<size_t>(path)].push_back(measure(path));
+    }
+  }
+  return out;
 }
 
 bool ParseArgs(int argc, char** argv, Config& config) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     const char* value = argv[i + 1];
-    if (flag == "--bulk-mib") {
+    if (flag == "--samples") {
+      config.samples = std::atoi(value);
+    } else if (flag == "--bulk-mib") {
       config.bulk_bytes = std::strtoull(value, nullptr, 10) << 20;
     } else if (flag == "--rtt-rounds") {
       config.rtt_rounds = std::atoi(value);
@@ -330,28 +376,30 @@ bool ParseArgs(int argc, char** argv, Config& config) {
       return false;
     }
   }
-  return argc % 2 == 1 && config.bulk_bytes > 0 && config.rtt_rounds > 0 &&
-         config.cps_seconds > 0 && config.cps_seconds <= 60 && config.idle_conns > 0 &&
-         config.idle_conns <= 5000;
+  return argc % 2 == 1 && config.samples > 0 && config.samples <= 50 && config.bulk_bytes > 0 &&
+         config.rtt_rounds > 0 && config.cps_seconds > 0 && config.cps_seconds <= 60 &&
+         config.idle_conns > 0 && config.idle_conns <= 5000;
 }
 
-// The connections/s and max connect() rows, 1 and 8 clients, for the first `sides` ports;
+// The connections/s and max connect() rows, 1 and 8 clients, for `paths` (interleaved);
 // returns the failed connections.
-uint64_t AddConnectionRateRows(const std::array<uint16_t, 3>& ports, int sides, double seconds,
-                               std::vector<Row>& rows) {
+uint64_t AddConnectionRateRows(const std::array<uint16_t, 3>& ports, const std::vector<int>& paths,
+                               int samples, double seconds, std::vector<Row>& rows) {
   uint64_t failures = 0;
   for (int clients : {1, 8}) {
-    std::array<CpsResult, 3> r;
-    for (int s = 0; s < sides; ++s) {
-      r[static_cast<size_t>(s)] =
-          ConnectionsPerSecond(ports[static_cast<size_t>(s)], clients, seconds);
-      failures += r[static_cast<size_t>(s)].failures;
-    }
+    auto r = Interleave<CpsResult>(samples, paths, [&](int path) {
+      return ConnectionsPerSecond(ports[static_cast<size_t>(path)], clients, seconds);
+    });
     auto pick = [&](auto field) {
-      std::array<double, 3> v = {-1, -1, -1};
-      for (int s = 0; s < sides; ++s) v[static_cast<size_t>(s)] = r[static_cast<size_t>(s)].*field;
+      Samples v;
+      for (size_t p = 0; p < r.size(); ++p) {
+        for (const CpsResult& one : r[p]) v[p].push_back(one.*field);
+      }
       return v;
     };
+    for (const auto& per_path : r) {
+      for (const CpsResult& one : per_path) failures += one.failures;
+    }
     std::string n = std::to_string(clients) + (clients == 1 ? " client" : " clients");
     rows.push_back({"connections/s, " + n, pick(&CpsResult::per_sec), 0});
     rows.push_back({"max connect() ms, " + n, pick(&CpsResult::max_connect_ms), 2});
@@ -365,8 +413,8 @@ int main(int argc, char** argv) {
   Config config;
   if (!ParseArgs(argc, argv, config)) {
     std::fprintf(stderr,
-                 "usage: relay_bench [--bulk-mib N] [--rtt-rounds N] [--cps-seconds S<=60]"
-                 " [--idle-conns N<=5000] [--socat PATH]\n");
+                 "usage: relay_bench [--samples N<=50] [--bulk-mib N] [--rtt-rounds N]"
+                 " [--cps-seconds S<=60] [--idle-conns N<=5000] [--socat PATH]\n");
     return 2;
   }
   ::signal(SIGPIPE, SIG_IGN);
@@ -389,17 +437,16 @@ int main(int argc, char** argv) {
   if (!socat) std::fprintf(stderr, "relay_bench: can't start socat; its column stays empty\n");
 
   std::array<uint16_t, 3> ports = {server.port(), tunnel->port, socat ? socat->port : uint16_t{0}};
-  int sides = socat ? 3 : 2;
+  std::vector<int> paths = {0, 1};
+  if (socat) paths.push_back(2);
   auto each = [&](const std::function<double(uint16_t)>& metric) {
-    std::array<double, 3> v = {-1, -1, -1};
-    for (int s = 0; s < sides; ++s)
-      v[static_cast<size_t>(s)] = metric(ports[static_cast<size_t>(s)]);
-    return v;
+    return Interleave<double>(config.samples, paths,
+                              [&](int path) { return metric(ports[static_cast<size_t>(path)]); });
   };
   std::printf(
-      "relay_bench: bulk %llu MiB, %d round trips, %.1f s per connection-rate run, %d idle"
-      " connections; loopback 127.0.0.1\n",
-      static_cast<unsigned long long>(config.bulk_bytes >> 20), config.rtt_rounds,
+      "relay_bench: %d samples per path, interleaved; bulk %llu MiB, %d round trips, %.1f s per"
+      " connection-rate run, %d idle connections; loopback 127.0.0.1\n",
+      config.samples, static_cast<unsigned long long>(config.bulk_bytes >> 20), config.rtt_rounds,
       config.cps_seconds, config.idle_conns);
   std::fflush(stdout);
 
@@ -408,15 +455,19 @@ int main(int argc, char** argv) {
                   each([&](uint16_t p) { return BulkGbps(p, config.bulk_bytes); }), 2});
   rows.push_back({"1-byte RTT median (us)",
                   each([&](uint16_t p) { return RttMedianUs(p, config.rtt_rounds); }), 1});
-  uint64_t failures = AddConnectionRateRows(ports, sides, config.cps_seconds, rows);
-  std::array<double, 3> memory = {-1, -1, -1};
-  memory[1] = KiBPerIdleConnection(tunnel->port, config.idle_conns, {tunnel->pid});
-  if (socat) {
-    memory[2] =
-        KiBPerIdleConnection(socat->port, config.idle_conns, {socat->unix_side, socat->tcp_side});
-  }
-  rows.push_back({"relay Pss per idle conn (KiB)", memory, 2});
-  PrintTable(rows);
+  uint64_t failures = AddConnectionRateRows(ports, paths, config.samples, config.cps_seconds, rows);
+  // Direct loopback has no relay process: memory is measured for the tunnel and socat only,
+  // and once: the relay's heap keeps what a first batch of connections freed, so a second
+  // batch would reuse it and show no growth at all.
+  std::vector<int> relays = {1};
+  if (socat) relays.push_back(2);
+  Samples memory = Interleave<double>(1, relays, [&](int path) {
+    if (path == 1) return KiBPerIdleConnection(tunnel->port, config.idle_conns, {tunnel->pid});
+    return KiBPerIdleConnection(socat->port, config.idle_conns,
+                                {socat->unix_side, socat->tcp_side});
+  });
+  rows.push_back({"relay Pss per idle conn (KiB), 1 sample", memory, 2});
+  PrintTable(rows, config.samples);
   std::printf("failed connections (all runs): %llu\n", static_cast<unsigned long long>(failures));
 
   if (socat) {

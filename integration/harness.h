@@ -177,6 +177,11 @@ class UdpReceiver {
   UdpReceiver();
   [[nodiscard]] int port() const { return port_; }
   std::optional<std::string> Receive();  // non-blocking
+  // Sends `marker` to this socket over loopback and returns the datagrams that were queued
+  // before it. Loopback delivery queues a datagram while its sendto() runs, so everything a
+  // finished process sent is queued before the marker: a barrier, not a wait on the clock.
+  // A marker that does not arrive within the watchdog (10 s) aborts the test binary.
+  std::vector<std::string> ReceiveUntilMarker(const std::string& marker);
 
  private:
   Fd fd_;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -218,6 +219,27 @@ std::optional<std::string> UdpReceiver::Receive() {
   ssize_t n = recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT);
   if (n < 0) return std::nullopt;
   return std::string(buf, n);
+}
+
+std::vector<std::string> UdpReceiver::ReceiveUntilMarker(const std::string& marker) {
+  Fd sender(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(static_cast<uint16_t>(port_));
+  if (sendto(sender.get(), marker.data(), marker.size(), 0, reinterpret_cast<sockaddr*>(&to),
+             sizeof to) != static_cast<ssize_t>(marker.size())) {
+    std::abort();
+  }
+  std::vector<std::string> before;
+  for (;;) {
+    pollfd p{fd_.get(), POLLIN, 0};
+    if (poll(&p, 1, 10000) != 1) std::abort();  // watchdog: the marker never came
+    std::optional<std::string> datagram = Receive();
+    if (!datagram) continue;
+    if (*datagram == marker) return before;
+    before.push_back(std::move(*datagram));
+  }
 }
 
 }  // namespace sbx::integration

@@ -388,6 +388,7 @@ void Connection::Close(EndReason reason, int err, CloseMode mode) {
       std::chrono::duration_cast<std::chrono::milliseconds>(EventLoop::Clock::now() - started_);
   record.bytes_up = upward_.bytes_written();
   record.bytes_down = downward_.bytes_written();
+  record.bytes_spliced = upward_.bytes_spliced() + downward_.bytes_spliced();
   record.end = reason;
   record.err = err;
   record.dialed = dialed_;

@@ -83,6 +83,8 @@ struct ConnectionRecord {
   int err = 0;  // the errno behind `end`, when there is one
   bool dialed = false;
   std::string sni;  // kSniMismatch: the name asked for instead (<= 255 bytes, non-ASCII as '?')
+  // Of bytes_up + bytes_down, those moved by splice(2) (Flow splice mode); not in the ledger.
+  uint64_t bytes_spliced = 0;
 };
 
 class Connection;

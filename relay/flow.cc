@@ -174,6 +174,7 @@ bool Flow::SpliceOut(SocketState& dst) {
     if (n > 0) {
       in_pipe_ -= static_cast<size_t>(n);
       bytes_written_ += static_cast<uint64_t>(n);
+      bytes_spliced_ += static_cast<uint64_t>(n);
       return true;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {

@@ -110,6 +110,8 @@ class Flow {
   [[nodiscard]] bool has_buffer() const { return buffer_ != nullptr; }
   [[nodiscard]] uint64_t bytes_read() const { return bytes_read_; }
   [[nodiscard]] uint64_t bytes_written() const { return bytes_written_; }
+  // Of bytes_written(), those moved by splice(2) (splice mode), not copied through the buffer.
+  [[nodiscard]] uint64_t bytes_spliced() const { return bytes_spliced_; }
 
  private:
   // Room left at the tail, after moving unsent bytes to the front when the tail is full.
@@ -137,6 +139,7 @@ class Flow {
   int error_ = 0;
   uint64_t bytes_read_ = 0;
   uint64_t bytes_written_ = 0;
+  uint64_t bytes_spliced_ = 0;
 };
 
 }  // namespace sbx::relay

@@ -237,6 +237,7 @@ void Relay::Report(const ConnectionRecord& record) {
 }
 
 void Relay::OnConnectionClosed(Connection* connection, const ConnectionRecord& record) {
+  stats_.spliced_bytes += record.bytes_spliced;
   if (record.dialed) {
     ++stats_.dialed;
     Report(record);

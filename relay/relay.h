@@ -67,6 +67,7 @@ class Relay final : public IoHandler, private ConnectionOwner {
     uint64_t hello_refused = 0;  // of those, refused by the ClientHello check
     uint64_t shed = 0;           // closed at once by a limit
     uint64_t refused = 0;        // handoff mode: refused channels, messages, listeners
+    uint64_t spliced_bytes = 0;  // bytes closed connections moved with splice(2), not copied
   };
 
   // Takes ownership of `listener`, a listening non-blocking socket (Endpoint::Listen), and

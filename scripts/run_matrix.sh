@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Runs the integration suite (ctest label "integration") for every backend x caller:
+# Runs the integration suite (ctest -L integration) for every backend x caller:
 #   callers:  root, then an unprivileged user ($SBX_CI_USER, default sbx-ci; created if
 #             missing). Not started as root: only the current user's run.
-#   backends: $SBX_BACKENDS, blank-separated, default "native bwrap":
+#   backends: $SBX_BACKENDS, blank-separated, default "native bwrap system":
 #               native  SBX_BWRAP=<build>/compat/bwrap
 #               bwrap   SBX_BWRAP="<build>/ateam-sandbox bwrap --backend bwrap"
-#               system  SBX_BWRAP=/usr/bin/bwrap
+#               system  SBX_BWRAP=/usr/bin/bwrap: the real bwrap parses the same argv, so
+#                       the suite's expectations are checked against bwrap itself (a
+#                       parser bug of ours that the other two tiers share shows up here).
+#                       Only integration_test (ctest -L bwrap-face) runs in this tier:
+#                       run_test drives `ateam-sandbox run`, whose bwrap backend already
+#                       hands the real bwrap the argv it renders in the bwrap tier.
+#                       The tier costs about 30 s a caller on the 2-core CI machine.
 # The build dir is $SBX_BUILD_DIR (default <repo>/build) and must already hold
 # integration_test and the probe. The unprivileged caller runs copies of the binaries in a
 # world-readable temporary directory with a generated CTestTestfile.cmake, so nothing on
@@ -17,7 +23,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "${SBX_BUILD_DIR:-$repo/build}" && pwd)
-backends=${SBX_BACKENDS:-native bwrap}
+backends=${SBX_BACKENDS:-native bwrap system}
 ci_user=${SBX_CI_USER:-sbx-ci}
 suite="$build/integration/integration_test"
 probe="$build/integration/probe"
@@ -81,6 +87,7 @@ stage_for_user() {
     [[ -x "$stage/$exe" ]] || continue
     label=integration
     [[ $exe == parity_test ]] && label=parity
+    [[ $exe == integration_test ]] && label=integration-bwrap-face  # as integration/CMakeLists.txt
     "$stage/$exe" --gtest_list_tests |
       awk -v exe="$stage/$exe" -v label="$label" '
         /^[^ ]/ { suite = $1; next }
@@ -165,23 +172,26 @@ fi
 stage=$(stage_for_user)
 
 for backend in $backends; do
+  # The ctest label of the suites this backend runs (see the header).
+  suites=integration
+  [[ $backend == system ]] && suites=bwrap-face
   if [[ $(id -u) -eq 0 ]]; then
     run_tier "$backend/root" "$backend backend, caller root" \
       env SBX_BWRAP="$(prefix_for "$backend" "$build")" SBX_PROBE="$probe" \
       SBX_RUN_BACKEND="$backend" SBX_AGENTS_DIR="$agents_dir" \
-      ctest --test-dir "$build" -L integration -E ParityTest --no-tests=error --output-on-failure
+      ctest --test-dir "$build" -L "$suites" -E ParityTest --no-tests=error --output-on-failure
     run_tier "$backend/user" "$backend backend, caller $ci_user (uid $(id -u "$ci_user"))" \
       runuser -u "$ci_user" -- env -C "$stage" TMPDIR=/tmp \
       SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
       SBX_ATEAM="$stage/ateam-sandbox" SBX_RUN_BACKEND="$backend" \
       SBX_RUN_NETCLIENT="$stage/run_netclient" SBX_AGENTS_DIR="$agents_dir" \
-      ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
+      ctest --test-dir "$stage" -L "$suites" --no-tests=error --output-on-failure
   else
     echo "run_matrix: not root: running only as $(id -un); the root tier is not covered" >&2
     run_tier "$backend/user" "$backend backend, caller $(id -un) (uid $(id -u))" \
       env -C "$stage" SBX_BWRAP="$(prefix_for "$backend" "$stage")" SBX_PROBE="$stage/probe" \
       SBX_AGENTS_DIR="$agents_dir" \
-      ctest --test-dir "$stage" -L integration --no-tests=error --output-on-failure
+      ctest --test-dir "$stage" -L "$suites" --no-tests=error --output-on-failure
   fi
 done
 

@@ -8,7 +8,8 @@
 #   5. the real agents (claude, opencode) from npm, for the agent tests of the matrix:
 #      scripts/install-agents.sh into $SBX_AGENTS_DIR (default: its --default-dir); only an
 #      unreachable npm registry lets those tests skip, and the summary says so loudly
-#   6. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS)
+#   6. the integration matrix          scripts/run_matrix.sh (backends from $SBX_BACKENDS,
+#      default native, bwrap and system: the last runs the bwrap-face suite on /usr/bin/bwrap)
 #   7. bubblewrap's own test scripts   scripts/bwrap-upstream-tests.sh (root and unprivileged)
 #   8. fuzzers, each for a bounded time scripts/fuzz.sh (clang, build-fuzz/)
 #   9. the .deb, installed and removed scripts/package-test.sh (from build/)

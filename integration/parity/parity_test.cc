@@ -1,6 +1,7 @@
 // The parity matrix: every scenario of the table (scenarios_*.cc) runs with the native
 // backend and with the bwrap backend, and what each produced must be identical after the
-// documented normalizations (parity_runner.h). Rows with a known difference print it and
+// documented normalizations (parity_runner.h), and match the outcome the row expects (its
+// exit code, and text its output must hold). Rows with a known difference print it and
 // compare what can still be compared.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,9 +15,38 @@
 namespace sbx::integration::parity {
 namespace {
 
+// The exit status as the shell and bwrap report it: 128 + N for a command killed by signal N.
+int ExitOf(const RunResult& run) {
+  return run.term_signal != 0 ? 128 + run.term_signal : run.exit_code;
+}
+
 std::string Both(const BackendResult& native, const BackendResult& bwrap) {
   return "\n=== native ===\n" + Describe(native.run) + "\n=== bwrap backend ===\n" +
          Describe(bwrap.run);
+}
+
+// The row's expected outcome for this caller (Scenario::exit, user_exit, out_has, err_has,
+// user_err_has). The bwrap backend is held to each part only where the row compares that part
+// (a known difference may change it).
+void ExpectOutcome(const Scenario& scenario, const BackendResult& result, Backend backend,
+                   const std::string& both) {
+  const bool native = backend == Backend::kNative;
+  const bool as_root_row = IsRoot() || !scenario.user_exit;
+  const int exit = as_root_row ? scenario.exit : *scenario.user_exit;
+  const std::string& out_has = as_root_row ? scenario.out_has : std::string();
+  const std::string& err_has = as_root_row ? scenario.err_has : scenario.user_err_has;
+  const std::string who = std::string(BackendName(backend)) + " backend: ";
+  if (native || (scenario.compare & kExitCode) != 0) {
+    EXPECT_EQ(ExitOf(result.run), exit) << who << "exit " << ExitOf(result.run) << both;
+  }
+  if (!out_has.empty() && (native || (scenario.compare & kStdout) != 0)) {
+    EXPECT_NE(result.run.out.find(out_has), std::string::npos)
+        << who << "stdout lacks `" << out_has << "`" << both;
+  }
+  if (!err_has.empty() && (native || (scenario.compare & kStderr) != 0)) {
+    EXPECT_NE(result.run.err.find(err_has), std::string::npos)
+        << who << "stderr lacks `" << err_has << "`" << both;
+  }
 }
 
 class ParityTest : public ::testing::TestWithParam<Scenario> {
@@ -58,6 +88,8 @@ TEST_P(ParityTest, SameAsBwrapBackend) {
   }
   EXPECT_FALSE(native.run.timed_out) << both;
   EXPECT_FALSE(bwrap.run.timed_out) << both;
+  ExpectOutcome(scenario, native, Backend::kNative, both);
+  ExpectOutcome(scenario, bwrap, Backend::kBwrap, both);
   if ((scenario.compare & kExitCode) != 0) {
     EXPECT_EQ(native.run.exit_code, bwrap.run.exit_code) << both;
     EXPECT_EQ(native.run.term_signal, bwrap.run.term_signal) << both;
@@ -88,6 +120,13 @@ TEST(ParityTable, IsWellFormed) {
   EXPECT_GE(table.size(), 60U);
   for (size_t i = 0; i < table.size(); ++i) {
     for (size_t j = i + 1; j < table.size(); ++j) EXPECT_NE(table[i].name, table[j].name);
+    EXPECT_NE(table[i].exit, Scenario::kExitUnset) << table[i].name << ": no expected exit";
+    if (table[i].exit == 1) {
+      EXPECT_FALSE(table[i].err_has.empty()) << table[i].name << ": a failure names its message";
+    }
+    if (table[i].user_exit == 1) {
+      EXPECT_FALSE(table[i].user_err_has.empty()) << table[i].name << ": name the message";
+    }
     if (table[i].known_difference.empty()) {
       EXPECT_EQ(table[i].compare, kAll) << table[i].name << ": a reduced comparison needs a name";
       EXPECT_FALSE(table[i].bwrap_stdout || table[i].bwrap_stderr) << table[i].name;

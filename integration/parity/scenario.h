@@ -79,6 +79,21 @@ struct Scenario {
   // the backend itself exited are read until then, so a row whose bwrap leaves a process
   // behind that holds them (documented in the row) sets a short one.
   std::optional<std::chrono::milliseconds> timeout = {};
+  // The outcome the row must have, not only agreement: both backends failing the same wrong
+  // way fails the row. The native backend must exit with `exit` (the bwrap backend too where
+  // `compare` has kExitCode; a command killed by signal N is 128 + N, as bwrap reports it),
+  // and its stdout / stderr must contain `out_has` / `err_has` (the bwrap backend's too where
+  // `compare` has kStdout / kStderr). Every row sets `exit`; every row exiting 1 (bwrap's
+  // own failure) names its message in `err_has`. `exit` and `out_has` / `err_has` are for a
+  // root caller, and for an unprivileged one unless the row sets `user_exit`, in which case
+  // that caller's run is held to `user_exit` and `user_err_has` instead.
+  int exit = kExitUnset;
+  std::optional<int> user_exit = {};
+  std::string out_has = {};
+  std::string err_has = {};
+  std::string user_err_has = {};
+
+  static constexpr int kExitUnset = -1000;
 };
 
 // gtest prints a failing parameter with this (instead of a byte dump).

@@ -161,7 +161,8 @@ TEST_F(RunKernelSurfaceTest, LandlockAllowsTcpOnlyToTheRoutePorts) {
   if (LandlockAbi() < 4) GTEST_SKIP() << "Landlock ABI " << LandlockAbi() << ", need 4";
   EchoServer echo;
   const int route_port = 4443;
-  const int other = ClosedPort();
+  const ClosedPort closed;
+  const int other = closed.port();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"route", "connect 127.77.0.2 " + std::to_string(route_port)},
       // Landlock rules are per port: another address at the route's port passes Landlock

@@ -93,7 +93,7 @@ TEST_F(RunRouteKindsTest, RealSshClientGetsThroughATcpRouteToSshd) {
       0);
   // A root sshd wants its privilege separation directory, which its service unit makes.
   if (IsRoot()) mkdir("/run/sshd", 0755);
-  int port = ClosedPort();
+  int port = FreePort();
   Process sshd = Process::Start(
       {"sh", "-c",
        "exec /usr/sbin/sshd -D -e -f /dev/null -o ListenAddress=127.0.0.1:" + std::to_string(port) +
@@ -116,7 +116,8 @@ TEST_F(RunRouteKindsTest, RealSshClientGetsThroughATcpRouteToSshd) {
 }
 
 TEST_F(RunRouteKindsTest, DownUpstreamOnAnEagerRouteResetsTheAgentAtOnce) {
-  RunResult res = RunAteam(Options({"down.test:22=127.0.0.1:" + std::to_string(ClosedPort())}),
+  ClosedPort closed;
+  RunResult res = RunAteam(Options({"down.test:22=127.0.0.1:" + std::to_string(closed.port())}),
                            {NetClientPath(), "converse", "down.test", "22"});
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   Report r = ParseReport(res.out);
@@ -182,7 +183,7 @@ TEST_F(RunRouteKindsTest, TlsRouteWithTheRightNameReachesARealTlsServer) {
   if (!missing.empty()) GTEST_SKIP() << missing;
   TempDir tls;
   ASSERT_TRUE(MakeTestCertificates(tls.path()));
-  int port = ClosedPort();
+  int port = FreePort();
   Process server =
       Process::Start({"openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port),
                       "-cert", tls.Sub("srv.pem"), "-key", tls.Sub("srv.key"), "-www"});

@@ -107,18 +107,32 @@ std::string FormatHash(uint64_t hash) {
   return buf;
 }
 
-int ClosedPort() {
-  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+namespace {
+
+// Binds `fd` to 127.0.0.1 with a kernel-chosen port and returns the port.
+int BindLoopbackTcp(int fd) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     std::abort();
   }
-  return ntohs(addr.sin_port);  // nothing listens: connects get ECONNREFUSED
+  return ntohs(addr.sin_port);
 }
+
+}  // namespace
+
+int FreePort() {
+  Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  return BindLoopbackTcp(fd.get());  // released when fd closes
+}
+
+// Without SO_REUSEADDR the bound socket keeps every other bind off the port, and a port with
+// no listener answers a SYN with a reset.
+ClosedPort::ClosedPort()
+    : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)), port_(BindLoopbackTcp(fd_.get())) {}
 
 bool MakeTestCertificates(const std::string& dir) {
   std::string script =

@@ -111,8 +111,22 @@ class RootTempDir {
   std::string path_;
 };
 
-// A closed TCP port on 127.0.0.1 (bound then released).
-int ClosedPort();
+// A TCP port on 127.0.0.1 that nothing is bound to right now, for a server the test starts
+// itself (bound then released: another process may take it in between, and then that server
+// fails to start and the test fails; it never passes wrongly).
+int FreePort();
+
+// A TCP port on 127.0.0.1 that stays closed while this object lives: a socket is bound to it
+// and never listens, so a connect is refused (ECONNREFUSED) and no other socket can take it.
+class ClosedPort {
+ public:
+  ClosedPort();
+  [[nodiscard]] int port() const { return port_; }
+
+ private:
+  Fd fd_;
+  int port_ = 0;
+};
 
 // A test CA (ca.pem) and a server certificate for api.example.test signed by it (srv.pem,
 // srv.key) in `dir`, made with the openssl CLI; false when that failed.

@@ -144,6 +144,10 @@ TEST_F(HandoffTest, ChainSplicesBulkWhenSigpipeIsIgnored) {
   ASSERT_EQ(received.size(), 2u);
   EXPECT_EQ(testing::Checksum(received[0]), testing::Checksum(payloads[0]));
   EXPECT_EQ(testing::Checksum(received[1]), testing::Checksum(payloads[1]));
+  // splice(2) really carried bytes (SpliceIn/SpliceOut), not only the copying path.
+  ASSERT_TRUE(RunLoopUntil(*loop_, [&] { return records_.size() == 2; }));
+  EXPECT_GT(host_->stats().spliced_bytes, 0u);
+  EXPECT_LE(host_->stats().spliced_bytes, uint64_t{4} * (6u << 20));
 }
 
 TEST_F(HandoffTest, ManyConcurrentConnections) {

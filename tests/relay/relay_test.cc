@@ -117,6 +117,9 @@ TEST_F(RelayTest, ChainEchoesLargeDataIntactWithHalfCloseBothWays) {
   ExpectEchoedAndRecorded(payloads, received, 6, 8u << 20);
   EXPECT_EQ(host->active_connections(), 0u);
   EXPECT_EQ(supervisor->active_connections(), 0u);
+  // SIGPIPE is not ignored here: every byte went through the buffers, none through a pipe.
+  EXPECT_EQ(host->stats().spliced_bytes, 0u);
+  EXPECT_EQ(supervisor->stats().spliced_bytes, 0u);
 }
 
 TEST_F(RelayTest, ChainSplicesBulkWhenSigpipeIsIgnored) {
@@ -137,6 +140,12 @@ TEST_F(RelayTest, ChainSplicesBulkWhenSigpipeIsIgnored) {
   std::vector<std::string> received;
   RunWithLoop(*loop_, [&] { received = RunClients(TcpClient(), payloads); });
   ExpectEchoedAndRecorded(payloads, received, 8, 6u << 20);
+  // splice(2) really carried bytes in both relays, and only as many as were delivered.
+  uint64_t delivered = uint64_t{2} * payloads.size() * (6u << 20);  // each way, per relay
+  EXPECT_GT(host->stats().spliced_bytes, 0u);
+  EXPECT_GT(supervisor->stats().spliced_bytes, 0u);
+  EXPECT_LE(host->stats().spliced_bytes, delivered);
+  EXPECT_LE(supervisor->stats().spliced_bytes, delivered);
 }
 
 TEST_F(RelayTest, TwoHundredConcurrentConnections) {

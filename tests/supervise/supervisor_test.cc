@@ -171,11 +171,14 @@ TEST_F(SupervisorTest, AgentRunsWithoutCapabilitiesInAFreshNetns) {
 }
 
 TEST_F(SupervisorTest, ReapsOrphans) {
-  // The subshell exits at once, so `sleep` is re-parented to pid 1; once it exits, nothing
-  // in the sandbox may stay a zombie.
+  // The inner shell prints the pid of its background `true` and exits, so `true` is
+  // re-parented to pid 1. A zombie keeps its /proc entry, so the entry going away means pid 1
+  // reaped it; the loop's bound is only a watchdog against a hang (exit 1).
   const char* script =
-      "(sleep 0.1 &); sleep 0.6; "
-      "if grep -q ') Z ' /proc/[0-9]*/stat 2>/dev/null; then exit 1; fi; exit 5";
+      "orphan=$(sh -c '/bin/true </dev/null >/dev/null 2>&1 & echo $!'); "
+      "[ -n \"$orphan\" ] && [ -e /proc/$$ ] || exit 2; "
+      "i=0; while [ -e /proc/$orphan ]; do "
+      "i=$((i + 1)); [ $i -lt 6000 ] || exit 1; sleep 0.01; done; exit 5";
   SandboxRun run = RunSupervisorInSandbox({"--", "/bin/sh", "-c", script});
   if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
   ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
@@ -191,8 +194,14 @@ TEST_F(SupervisorTest, ForwardsSigtermToTheAgent) {
 }
 
 TEST_F(SupervisorTest, SecondSignalEndsTheSupervisorAtOnce) {
-  // The agent ignores the forwarded SIGINT; the second stop signal ends everything.
-  const char* script = "trap '' INT; kill -INT 1; sleep 0.5; kill -TERM 1; sleep 20";
+  // The agent notes the forwarded SIGINT (so the supervisor has counted the first signal),
+  // then sends the second and ignores it itself: only the supervisor's own exit can end the
+  // run with 128 + SIGTERM; without it the agent would finish and exit 0. The first loop's
+  // bound is only a watchdog (exit 1).
+  const char* script =
+      "got=; trap 'got=1' INT; trap '' TERM; kill -INT 1; "
+      "i=0; while [ -z \"$got\" ]; do i=$((i + 1)); [ $i -lt 6000 ] || exit 1; sleep 0.01; done; "
+      "kill -TERM 1; sleep 20; exit 0";
   SandboxRun run = RunSupervisorInSandbox({"--", "/bin/sh", "-c", script});
   if (run.kind == SandboxRun::Kind::kSkipped) GTEST_SKIP() << run.message;
   ASSERT_EQ(run.kind, SandboxRun::Kind::kRan) << run.message;
