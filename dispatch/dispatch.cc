@@ -28,6 +28,7 @@
 #include "dispatch/namespace_preflight.h"
 #include "dispatch/prepare.h"
 #include "dispatch/request_checks.h"
+#include "dispatch/sandbox_files.h"
 #include "dispatch/state_janitor.h"
 #include "dispatch/terminal.h"
 #include "dispatch/tty_session.h"
@@ -362,6 +363,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (!tunnel) return tunnel.error();
   auto hosts_fd = HostsFileFd(*routes);
   if (!hosts_fd) return hosts_fd.error();
+  auto files = SandboxFiles::Make(request);  // the credentials' copy, /etc/resolv.conf
+  if (!files) return files.error();
   std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
   if (WantsTty(request.tty)) {
     auto session = TtySession::Create(loop->get(), state_dir->path(), relay_options.socket_owner);
@@ -383,6 +386,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
                           agent->bin_dir,
                           LandlockSupervisorArgs(*landlock)};
   paths.sandbox_user = SandboxUserName(*run_as ? (*run_as)->uid : host->uid);
+  files->AddTo(paths);
   if (tty) {
     paths.tty_socket = tty->socket_path();
     paths.tty_size = tty->size_argument();
