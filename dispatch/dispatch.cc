@@ -33,6 +33,7 @@
 #include "dispatch/terminal.h"
 #include "dispatch/tty_session.h"
 #include "dispatch/workspace.h"
+#include "dispatch/write_access.h"
 #include "netns/hosts.h"
 #include "relay/event_loop.h"
 #include "relay/host_relay.h"
@@ -437,6 +438,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (base_commit) result->base_commit = *base_commit;
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
+  WarnUnwritablePlaces(request, *dirs, *run_as);  // --rw, --workspace: said, never chowned
   std::optional<CallerStdioHidden> hidden;
   if (tty) {
     auto swapped = tty->HideCallerStdio();
