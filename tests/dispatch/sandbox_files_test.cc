@@ -10,6 +10,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <variant>
+
+#include <fmt/format.h>
 
 namespace sbx::dispatch {
 namespace {
@@ -105,6 +108,36 @@ TEST(SandboxFilesTest, TheCopiesAreSealedMemfds) {
   DispatchHostPaths paths;
   files->AddTo(paths);
   EXPECT_EQ(paths.credentials_fd, files->credentials.get());
+}
+
+TEST(SandboxFilesTest, TheLayoutBindsTheCopiesReadOnly) {
+  DispatchRequest request;
+  request.workspace = "/work/ws";
+  request.credentials = "/var/tmp/c.json:.config/tool/token";
+  request.command = {"true"};
+  DispatchHostPaths paths;
+  paths.workspace = "/work/ws";
+  paths.out = "/work/out";
+  paths.hosts_fd = 7;
+  EXPECT_FALSE(BuildDispatchSpec(request, paths)) << "credentials without their copy";
+  paths.credentials_fd = 8;
+  paths.resolv_conf_fd = 9;
+  auto spec = BuildDispatchSpec(request, paths);
+  ASSERT_TRUE(spec) << spec.error().Render();
+  std::vector<std::string> data;
+  for (const auto& op : spec->ops) {
+    const auto* bind = std::get_if<runtime::BindDataOp>(&op);
+    if (bind == nullptr) continue;
+    data.push_back(fmt::format("{} {} {} {:04o}", bind->fd, bind->dest, bind->read_only,
+                               bind->perms.value_or(0)));
+  }
+  EXPECT_EQ(data,
+            (std::vector<std::string>{"8 /home/ateam-sandbox/.config/tool/token true 0400",
+                                      "7 /etc/hosts true 0644", "9 /etc/resolv.conf true 0644"}));
+  for (const auto& op : spec->ops) {
+    const auto* bind = std::get_if<runtime::BindOp>(&op);
+    EXPECT_TRUE(bind == nullptr || bind->source != "/var/tmp/c.json") << "the original is bound";
+  }
 }
 
 TEST(SandboxFilesTest, TheResolvConfNamesNoServer) {
