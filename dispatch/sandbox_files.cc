@@ -94,6 +94,7 @@ base::Result<std::string> ReadCredentialsFile(const std::string& path,
     return base::Error::Message(fmt::format("--credentials {}: {}", flag_value, why));
   };
   const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return refuse("give the file by an absolute path");
   const std::string parent_path = slash == 0 ? std::string("/") : path.substr(0, slash);
   const std::string name = path.substr(slash + 1);
   if (name.empty() || name == "." || name == "..") return refuse("not a regular file");
@@ -102,8 +103,9 @@ base::Result<std::string> ReadCredentialsFile(const std::string& path,
   base::UniqueFd parent(::open(parent_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!parent) return refuse(Why(errno));
   struct stat st {};
-  if (::fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+  if (::fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return refuse(Why(errno));
+  }
   if (S_ISLNK(st.st_mode)) return refuse("is a symlink; give the file it points to");
   if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
   if (root_caller) {
