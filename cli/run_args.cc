@@ -81,7 +81,7 @@ base::Result<RunArgs> SplitRunArgs(std::span<const std::string> args,
   return split;
 }
 
-base::Result<double> ParseTimeoutSeconds(std::string_view text) {
+base::Result<double> ParseTimeoutSeconds(std::string_view text, std::string_view flag) {
   std::string copy(text);
   char* end = nullptr;
   errno = 0;
@@ -89,8 +89,9 @@ base::Result<double> ParseTimeoutSeconds(std::string_view text) {
   constexpr double kYear = 365.0 * 24 * 3600;
   if (copy.empty() || end != copy.c_str() + copy.size() || errno != 0 || !std::isfinite(seconds) ||
       seconds <= 0 || seconds > kYear) {
-    return base::Error::Message(fmt::format(
-        "--timeout: expected a positive number of seconds (e.g. 1800), got '{}'", text));
+    return base::Error::Message(
+        fmt::format("{}: expected a positive number of seconds (e.g. {}), got '{}'", flag,
+                    flag == "--timeout" ? "1800" : "10", text));
   }
   return seconds;
 }

@@ -35,6 +35,7 @@ std::string NearestOptionName(std::string_view unknown, std::span<const RunOptio
 
 // "--timeout" values: a positive number of seconds, at most a day by a wide margin (one
 // year); one-line error otherwise.
-base::Result<double> ParseTimeoutSeconds(std::string_view text);
+base::Result<double> ParseTimeoutSeconds(std::string_view text,
+                                         std::string_view flag = "--timeout");
 
 }  // namespace sbx::cli

@@ -23,7 +23,7 @@ using dispatch::DispatchBackend;
 using dispatch::DispatchRequest;
 
 void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
-              std::string& timeout, bool& tty, bool& no_tty) {
+              std::string& timeout, std::string& grace, bool& tty, bool& no_tty) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
@@ -44,7 +44,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--bwrap-path", r.bwrap_path, "the bwrap used by --backend bwrap")
       ->envname("ATEAM_SANDBOX_BWRAP");
   app.add_option("--timeout", timeout, "kill the whole sandbox after SECONDS");
-  app.add_flag("--dry-run", r.dry_run, "print the plan and the equivalent bwrap command line");
+  app.add_option("--grace", grace,
+                 "SECONDS from the SIGINT/SIGTERM passed to the agent to SIGKILL (default 5)");
+  app.add_flag("--dry-run", r.dry_run,
+               "print the agent's sandbox and a bwrap line for it; create nothing");
   app.add_option("--status-json", r.status_json, "write the dispatch's status document here");
   app.add_option("--seccomp-allow", r.seccomp_allow, "relax one seccomp group (repeatable)");
   app.add_option("--landlock-allow", r.landlock_allow,
@@ -99,9 +102,10 @@ int RunRunCommand(std::span<const std::string> args) {
   std::string agent = "none";
   std::string backend = "native";
   std::string timeout;
+  std::string grace;
   bool tty = false;
   bool no_tty = false;
-  AddFlags(app, request, agent, backend, timeout, tty, no_tty);
+  AddFlags(app, request, agent, backend, timeout, grace, tty, no_tty);
   // The command, verbatim, is split off first; CLI11 sees only the options.
   std::vector<RunOptionName> known = KnownOptions(app);
   auto split = SplitRunArgs(args, known);
@@ -120,6 +124,11 @@ int RunRunCommand(std::span<const std::string> args) {
     auto seconds = ParseTimeoutSeconds(timeout);
     if (!seconds) return Fail(seconds.error().Render());
     request.timeout_seconds = *seconds;
+  }
+  if (!grace.empty()) {
+    auto seconds = ParseTimeoutSeconds(grace, "--grace");
+    if (!seconds) return Fail(seconds.error().Render());
+    request.grace_seconds = *seconds;
   }
   if (request.command.empty()) {
     return Fail(
@@ -146,7 +155,7 @@ int RunRunCommand(std::span<const std::string> args) {
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
   if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);
-  if (result.reason == "timeout" && result.error.empty()) {
+  if (result.reason == dispatch::DispatchReason::kTimeout && result.error.empty()) {
     fmt::print(stderr, "ateam-sandbox run: --timeout {} expired: the whole sandbox was killed\n",
                timeout);
   }
@@ -156,7 +165,7 @@ int RunRunCommand(std::span<const std::string> args) {
   for (const auto& line : result.workspace_taint) {
     fmt::print(stderr, "ateam-sandbox run: workspace git metadata: {}\n", line);
   }
-  if (status_file && result.reason != "dry-run") {
+  if (status_file && result.reason != dispatch::DispatchReason::kDryRun) {
     if (auto written =
             status_file->Write(dispatch::RenderStatusJson(result), result.workspace, result.out);
         !written) {

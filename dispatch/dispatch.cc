@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,12 +15,16 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "base/syscalls.h"
 #include "dispatch/cgroup.h"
+#include "dispatch/dispatch_dir.h"
+#include "dispatch/dry_run.h"
 #include "dispatch/git_guard.h"
 #include "dispatch/harvest.h"
 #include "dispatch/landlock_plan.h"
@@ -30,6 +35,7 @@
 #include "dispatch/request_checks.h"
 #include "dispatch/sandbox_files.h"
 #include "dispatch/state_janitor.h"
+#include "dispatch/stop_signals.h"
 #include "dispatch/terminal.h"
 #include "dispatch/tty_session.h"
 #include "dispatch/workspace.h"
@@ -121,11 +127,23 @@ class SandboxProcess {
       ::_exit(kRuntimeFailureExit);
     }
     p.bwrap_pidfd_.reset(pidfd);
+    p.bwrap_pid_ = pid;
     return p;
   }
 
   [[nodiscard]] int pidfd() const { return native_ ? native_->pidfd() : bwrap_pidfd_.get(); }
-  void Signal(int sig) const { base::PidfdSendSignal(pidfd(), sig); }
+  // SIGKILL goes to the first process: the sandbox dies with it. Other signals are for the
+  // supervisor, which passes them to the agent; under bwrap that is bwrap's only child
+  // (the sandbox's pid 1, --as-pid-1), since bwrap itself passes nothing on.
+  void Signal(int sig) const {
+    if (sig != SIGKILL && !native_) {
+      if (base::UniqueFd supervisor = BwrapChildPidfd(); supervisor) {
+        base::PidfdSendSignal(supervisor.get(), sig);
+        return;
+      }
+    }
+    base::PidfdSendSignal(pidfd(), sig);
+  }
 
   // After pidfd() turned readable: the wait status of the sandbox's first process.
   siginfo_t Reap() {
@@ -136,50 +154,78 @@ class SandboxProcess {
   }
 
  private:
+  // bwrap's child, from /proc/<bwrap>/task/<bwrap>/children, as a pidfd (checked to be
+  // still bwrap's child after it was opened, so a recycled pid is never signalled).
+  [[nodiscard]] base::UniqueFd BwrapChildPidfd() const {
+    std::ifstream children(fmt::format("/proc/{}/task/{}/children", bwrap_pid_, bwrap_pid_));
+    pid_t child = 0;
+    if (!(children >> child) || child <= 0) return {};
+    base::UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+    std::ifstream status(fmt::format("/proc/{}/stat", child));
+    std::string line;
+    std::getline(status, line);
+    auto close_paren = line.rfind(')');
+    pid_t ppid = 0;
+    if (close_paren != std::string::npos) {
+      std::istringstream rest(line.substr(close_paren + 2));
+      char state = 0;
+      rest >> state >> ppid;
+    }
+    if (ppid != bwrap_pid_) return {};
+    return fd;
+  }
+
   std::optional<runtime::StartedSandbox> native_;
   base::UniqueFd bwrap_pidfd_;
+  pid_t bwrap_pid_ = 0;
 };
 
 struct LoopOutcome {
-  std::string reason = "exited";
-  int signal = 0;  // the interrupting signal
+  bool timed_out = false;
+  bool killed = false;  // the grace after a stop signal ran out, or a second one came
+  int stop_signal = 0;  // the first SIGINT/SIGTERM/SIGHUP `run` got
 };
 
-// Serves the relays until the sandbox's first process is gone. SIGINT/SIGTERM are passed
-// to the supervisor (which passes them to the agent); a second one, or 5 s without an
-// end, kills the sandbox whole. The timeout kills it whole at once.
+// Serves the relays until the sandbox's first process is gone. SIGINT and SIGTERM are
+// passed to the supervisor as they came (it passes them to the agent); SIGHUP without a
+// terminal as SIGTERM. A second one, or `grace` without an end, kills the sandbox whole.
+// The timeout kills it whole at once.
 // With a terminal (`hang_up` set), SIGHUP is the caller's terminal going away: the agent's
 // terminal is hung up instead, so it gets SIGHUP through its own terminal as it would there.
 LoopOutcome ServeUntilExit(relay::EventLoop& loop, const SandboxProcess& sandbox, int signal_fd,
-                           std::optional<double> timeout_seconds,
-                           const std::function<void()>& hang_up) {
+                           const DispatchRequest& request, const std::function<void()>& hang_up) {
   LoopOutcome outcome;
   int interrupts = 0;
   (void)loop.WatchCallback(sandbox.pidfd(), EPOLLIN, [&](uint32_t) { loop.Stop(); });
   (void)loop.WatchCallback(signal_fd, EPOLLIN, [&](uint32_t) {
-    signalfd_siginfo info{};
-    if (::read(signal_fd, &info, sizeof(info)) != sizeof(info)) return;
+    const int sig = TakeStopSignal(signal_fd);
+    if (sig == 0) return;
     // A terminal that went away may say so twice (the kernel's SIGHUP, the relay's own):
     // once is the hang-up, never the second interrupt that kills at once.
-    if (info.ssi_signo == SIGHUP && hang_up && outcome.signal == SIGHUP) return;
-    outcome.reason = "interrupted";
-    outcome.signal = static_cast<int>(info.ssi_signo);
+    if (sig == SIGHUP && hang_up && outcome.stop_signal == SIGHUP) return;
     if (++interrupts == 1) {
-      if (info.ssi_signo == SIGHUP && hang_up) {
+      outcome.stop_signal = sig;
+      if (sig == SIGHUP && hang_up) {
         hang_up();
       } else {
-        sandbox.Signal(SIGTERM);
+        sandbox.Signal(sig == SIGHUP ? SIGTERM : sig);
       }
-      loop.AddTimer(std::chrono::seconds(5), [&] { sandbox.Signal(SIGKILL); });
+      loop.AddTimer(std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(request.grace_seconds)),
+                    [&] {
+                      outcome.killed = true;
+                      sandbox.Signal(SIGKILL);
+                    });
     } else {
+      outcome.killed = true;
       sandbox.Signal(SIGKILL);
     }
   });
-  if (timeout_seconds) {
+  if (request.timeout_seconds) {
     auto delay = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(*timeout_seconds));
+        std::chrono::duration<double>(*request.timeout_seconds));
     loop.AddTimer(delay, [&] {
-      outcome.reason = "timeout";
+      outcome.timed_out = true;
       sandbox.Signal(SIGKILL);  // pid 1 of the sandbox: the kernel ends every process in it
     });
   }
@@ -187,35 +233,30 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const SandboxProcess& sandbox
   return outcome;
 }
 
+// What the sandbox's end means. An agent that handled a stop signal and exited by itself
+// is recorded as exited, with its own code; one that died of it (or of the kill after the
+// grace) as interrupted, 128 + the stop signal.
 void RecordExit(const siginfo_t& info, const LoopOutcome& loop, DispatchResult* result) {
   if (info.si_code == CLD_EXITED) {
     result->exit_code = info.si_status;
-    result->reason = "exited";
+    result->reason = DispatchReason::kExited;
   } else {
     result->exit_code = 128 + info.si_status;
     result->signal = info.si_status;
-    result->reason = "signaled";
+    result->reason = DispatchReason::kSignaled;
   }
-  if (loop.reason == "timeout") {
-    result->reason = "timeout";
+  if (loop.stop_signal != 0) result->stop_signal = loop.stop_signal;
+  const bool ended_by_stop =
+      loop.killed || (info.si_code == CLD_EXITED && info.si_status == 128 + loop.stop_signal) ||
+      (info.si_code != CLD_EXITED && info.si_status == loop.stop_signal);
+  if (loop.timed_out) {
+    result->reason = DispatchReason::kTimeout;
     result->exit_code = kTimeoutExit;
-  } else if (loop.reason == "interrupted") {
-    result->reason = "interrupted";
-    result->signal = loop.signal;
-    result->exit_code = 128 + loop.signal;
+  } else if (loop.stop_signal != 0 && ended_by_stop) {
+    result->reason = DispatchReason::kInterrupted;
+    result->signal = loop.stop_signal;
+    result->exit_code = 128 + loop.stop_signal;
   }
-}
-
-base::Result<base::UniqueFd> BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) return base::ErrnoError("sigprocmask");
-  base::UniqueFd fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!fd) return base::ErrnoError("signalfd");
-  return fd;
 }
 
 std::vector<std::string> CurrentEnvironment() {
@@ -224,7 +265,6 @@ std::vector<std::string> CurrentEnvironment() {
   return env;
 }
 
-// Everything up to a compiled plan and running relays; then launch and serve.
 // The dispatch's cgroup, or why there is none; a dry run makes none and says where it
 // would go.
 struct DispatchCgroupSetup {
@@ -259,71 +299,273 @@ DispatchCgroupSetup SetUpCgroup(const DispatchRequest& request, const std::strin
   return setup;
 }
 
-// --dry-run: what the agent's sandbox would be, printed instead of started.
-void PrintDryRun(const runtime::Plan& plan, const DispatchRequest& request,
-                 const DispatchResult& result, const security::LandlockRuleset& ruleset,
-                 const LimitsReport& report) {
-  fmt::print("{}", runtime::PrintPlan(plan));
-  fmt::print("bwrap: {}\n", runtime::RenderBwrapCommandLine(plan, request.bwrap_path));
-  for (const DispatchRoute& route : result.routes) {
-    fmt::print("route: {}:{} {} at {} -> {}\n", route.host, route.port, route.kind,
-               route.sandbox_address, route.upstream);
-  }
-  // The groups were checked when the policy was compiled.
-  auto seccomp_lines = security::DescribeSeccompPolicy({.relaxed_groups = request.seccomp_allow});
-  if (seccomp_lines) {
-    for (const std::string& line : *seccomp_lines) fmt::print("{}\n", line);
-  }
-  for (const std::string& line : security::DescribeLandlock(ruleset)) fmt::print("{}\n", line);
-  for (const auto& line : report.enforced) fmt::print("limit: {}\n", line);
-  for (const auto& line : report.not_enforced) fmt::print("limit not enforced: {}\n", line);
-}
-
 // After the sandbox: an agent the OOM killer ended in the dispatch's cgroup is reported as
 // such; the cgroup goes.
 void RecordOomAndRemove(DispatchCgroup* cgroup, uint64_t memory, DispatchResult* result) {
   if (result->exit_code == 128 + SIGKILL && cgroup->OomKills() > 0) {
-    result->reason = "oom";
+    result->reason = DispatchReason::kOom;
     result->error = fmt::format(
         "out of memory: the sandbox reached --memory {} bytes and the kernel killed it", memory);
   }
   cgroup->Remove();
 }
 
-// One dispatch from request to exit status, in the order the host side must take its
-// steps (every check before anything is created; the janitor before any other descriptor).
-// Longer than the size check wants: its objects hold each other (the janitor the state
-// directory, the relay the loop), and splitting it means a setup struct that keeps them
-// in place; left for that change. NOLINTNEXTLINE(readability-function-size)
-base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
-                      DispatchResult* result, Clock::time_point start) {
+// Everything the request resolves to, checked, before anything is created.
+struct ResolvedRequest {
+  runtime::HostFacts host;
+  DispatchRequest request;  // its paths made absolute
+  std::vector<relay::Route> routes;
+  std::optional<runtime::SandboxSpec::HostIds> run_as;
+  std::vector<std::string> host_env;
+  AgentInstall agent;
+  DispatchLimits limits;
+  std::vector<std::string> seccomp_groups;  // the relaxed ones
+  security::BpfProgram seccomp;
+};
+
+base::Result<ResolvedRequest> ResolveRequest(const DispatchRequest& given) {
   auto host = runtime::ProbeHostFacts();
   if (!host) return host.error();
+  ResolvedRequest r;
+  r.host = std::move(*host);
+  r.request = given;
   // Every path is checked, and made absolute, before anything is created.
-  DispatchRequest request = given;
-  if (auto st = CheckRequestPaths(request, host->cwd); !st) return st;
-  auto routes = ParseDispatchRoutes(request);
+  if (auto st = CheckRequestPaths(r.request, r.host.cwd); !st) return st.error();
+  if (auto st = CheckHostMountPoints("/etc"); !st) return st.error();
+  auto routes = ParseDispatchRoutes(r.request);
   if (!routes) return routes.error();
-  auto run_as = ResolveRunAs(request, *host);
+  r.routes = std::move(*routes);
+  auto run_as = ResolveRunAs(r.request, r.host);
   if (!run_as) return run_as.error();
+  r.run_as = *run_as;
   // Root of a user namespace with no other id to hand the sandbox to runs it as itself.
-  if (host->IsRoot() && !*run_as) host->root_acts_unprivileged = true;
+  if (r.host.IsRoot() && !r.run_as) r.host.root_acts_unprivileged = true;
   // bwrap would print its own words for a refused namespace, so ask first; the native
-  // backend asks only after a failed start (below), which costs nothing when it works.
-  if (!request.dry_run && request.backend == DispatchBackend::kBwrap) {
-    if (auto st = CheckNamespacesAllowed(); !st) return st;
+  // backend asks only after a failed start, which costs nothing when it works.
+  if (!r.request.dry_run && r.request.backend == DispatchBackend::kBwrap) {
+    if (auto st = CheckNamespacesAllowed(); !st) return st.error();
   }
-  std::vector<std::string> host_env = CurrentEnvironment();
-  auto agent = FindAgentInstall(request, host_env);
+  r.host_env = CurrentEnvironment();
+  auto agent = FindAgentInstall(r.request, r.host_env);
   if (!agent) return agent.error();
-  auto limits = ResolveLimits(request);
+  r.agent = std::move(*agent);
+  auto limits = ResolveLimits(r.request);
   if (!limits) return limits.error();
-  std::vector<std::string> relaxed = request.seccomp_allow;
-  if (limits->nested_userns) relaxed.emplace_back("nested-userns");
-  auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = relaxed});
+  r.limits = *limits;
+  r.seccomp_groups = r.request.seccomp_allow;
+  if (r.limits.nested_userns) r.seccomp_groups.emplace_back("nested-userns");
+  auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = r.seccomp_groups});
   if (!seccomp) return seccomp.error();
-  auto dirs = PrepareDispatchDirs(request, result->id, *run_as);
+  r.seccomp = std::move(*seccomp);
+  return r;
+}
+
+// What the host runs for one dispatch beside the sandbox, in the order it must exist: the
+// state directory, the cgroup, the janitor (before any other descriptor of this dispatch),
+// the event loop, the relays, the generated /etc/hosts, the terminal. Built in place and
+// never moved: the janitor points at the state directory, the relays at the loop.
+struct HostServices {
+  std::optional<relay::StateDir> state_dir;
+  DispatchCgroupSetup cg;
+  std::optional<StateDirJanitor> janitor;
+  std::unique_ptr<relay::EventLoop> loop;
+  std::optional<uid_t> socket_owner;
+  std::unique_ptr<relay::HostRelay> tunnel;
+  base::UniqueFd hosts_fd;
+  SandboxFiles files;  // the credentials' copy, /etc/resolv.conf
+  std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
+
+  base::Status Start(const ResolvedRequest& r, const std::string& id) {
+    // A root caller's state directory is its own, under /run (root's, so nobody can block
+    // or prepare the name), 0711: the sandbox's uid reaches the sockets in it, whose owner
+    // and mode (set through the directory's fd) decide who may connect.
+    const char* xdg_runtime_dir = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
+    auto dir = relay::StateDir::Create(
+        r.host.IsRoot() ? relay::StateDirOptions{"", "/run", r.host.euid, /*traversable=*/true}
+                        : relay::StateDirOptions{xdg_runtime_dir != nullptr ? xdg_runtime_dir : "",
+                                                 "/tmp", r.host.euid});
+    if (!dir) return dir.error();
+    state_dir.emplace(std::move(*dir));
+    // Before the janitor, which removes it too after a SIGKILL of `run`.
+    cg = SetUpCgroup(r.request, id, r.limits);
+    // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h), but
+    // for the cgroup's cgroup.procs files, which keep nothing alive.
+    auto started = StateDirJanitor::Start(
+        &*state_dir, cg.cgroup ? cg.cgroup->dirs() : std::vector<std::string>{});
+    if (!started) return started.error();
+    janitor.emplace(std::move(*started));
+    // A relay that writes to a connection the agent already closed must get EPIPE, not
+    // die; it is also what lets the relays splice (relay/flow.h).
+    ::signal(SIGPIPE, SIG_IGN);
+    auto made_loop = relay::EventLoop::Create();
+    if (!made_loop) return made_loop.error();
+    loop = std::move(*made_loop);
+    if (r.run_as) socket_owner = r.run_as->uid;
+    relay::HostRelayOptions options{
+        state_dir->path(), r.routes, {}, r.request.ledger.value_or(""), socket_owner};
+    auto relays = relay::HostRelay::Create(loop.get(), options);
+    if (!relays) return relays.error();
+    tunnel = std::move(*relays);
+    auto hosts = HostsFileFd(r.routes);
+    if (!hosts) return hosts.error();
+    hosts_fd = std::move(*hosts);
+    auto made_files = SandboxFiles::Make(r.request);
+    if (!made_files) return made_files.error();
+    files = std::move(*made_files);
+    if (WantsTty(r.request.tty)) {
+      auto session = TtySession::Create(loop.get(), state_dir->path(), socket_owner);
+      if (!session) return session.error();
+      tty = std::move(*session);
+    }
+    return {};
+  }
+};
+
+// The sandbox as compiled, with what the dry run and the status document say of it.
+struct SandboxPlan {
+  runtime::Plan plan;
+  security::LandlockRuleset landlock;
+  LimitsReport limits;
+};
+
+base::Result<SandboxPlan> PlanSandbox(const ResolvedRequest& r, const DispatchDirs& dirs,
+                                      const HostServices& services, const GitGuard* guard,
+                                      const std::string& self_exe, DispatchResult* result) {
+  const DispatchRequest& request = r.request;
+  auto landlock = DispatchLandlockPolicy(request, dirs.workspace, dirs.out);
+  if (!landlock) return landlock.error();
+  DispatchHostPaths paths{.workspace = dirs.workspace,
+                          .out = dirs.out,
+                          .supervisor_binary = self_exe,
+                          .route_sockets = {},
+                          .route_listen = {},
+                          .hosts_fd = services.hosts_fd.get(),
+                          .agent_binds = r.agent.binds,
+                          .host_env = r.host_env,
+                          .seccomp_program = r.seccomp,
+                          .agent_bin_dir = r.agent.bin_dir,
+                          .landlock_args = LandlockSupervisorArgs(*landlock)};
+  paths.sandbox_user = SandboxUserName(r.run_as ? r.run_as->uid : r.host.uid);
+  services.files.AddTo(paths);
+  if (services.tty) {
+    paths.tty_socket = services.tty->socket_path();
+    paths.tty_size = services.tty->size_argument();
+  }
+  for (const auto& route : services.tunnel->routes()) {
+    auto address = netns::RouteAddress(static_cast<size_t>(route.route.index));
+    if (!address) return address.error();
+    paths.route_sockets.push_back(route.socket_path);
+    paths.route_listen.push_back(fmt::format("{}:{}", *address, route.route.port));
+    result->routes.push_back({route.route.host, route.route.port, *address,
+                              route.upstream.ToString(),
+                              std::string(relay::RouteKindName(route.route.kind))});
+    // What the supervisor will apply: the same kernel answers there as here.
+    landlock->connect_ports.push_back(static_cast<uint16_t>(route.route.port));
+  }
+  SandboxPlan planned;
+  planned.landlock = security::BuildLandlockRuleset(*landlock, security::LandlockAbi());
+  result->landlock_abi = planned.landlock.abi;
+  result->landlock_parts = security::LandlockParts(planned.landlock);
+  auto spec = BuildDispatchSpec(request, paths);
+  if (!spec) return spec.error();
+  if (guard != nullptr) guard->AddBinds(*spec);
+  spec->run_as = r.run_as;
+  ApplyLimitsToSpec(r.limits, &*spec);
+  const bool bwrap_backend = request.backend == DispatchBackend::kBwrap;
+  // bwrap cannot write the sandbox's sysctls; its own --disable-userns is the second layer
+  // behind the seccomp rule there.
+  if (bwrap_backend && !r.limits.nested_userns) spec->disable_userns = true;
+  const auto& cgroup = services.cg.cgroup;
+  if (cgroup) spec->cgroup_procs_fds = cgroup->ProcsFds();
+  planned.limits =
+      ReportLimits(r.limits, bwrap_backend, cgroup ? cgroup->Describe() : services.cg.planned,
+                   services.cg.missing);
+  result->limits_json = RenderLimitsJson(r.limits, planned.limits);
+  auto plan = runtime::CompilePlan(*spec, r.host);
+  if (!plan) return plan.error();
+  // The caller's terminal is never the sandbox's console.
+  if (services.tty) plan->stdout_tty.reset();
+  planned.plan = std::move(*plan);
+  return planned;
+}
+
+// --dry-run: everything resolved and compiled, nothing created that outlives it.
+base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, DispatchResult* result) {
+  auto dirs = PlanDispatchDirs(r.request, result->id, r.run_as.has_value());
   if (!dirs) return dirs.error();
+  result->workspace = dirs->workspace;
+  result->out = dirs->out;
+  HostServices services;
+  if (auto st = services.Start(r, result->id); !st) return st;
+  auto planned = PlanSandbox(r, *dirs, services, nullptr, self_exe, result);
+  if (!planned) return planned.error();
+  struct stat st {};
+  PrintDryRun({.plan = &planned->plan,
+               .request = &r.request,
+               .result = result,
+               .landlock = &planned->landlock,
+               .limits = &planned->limits,
+               .run_as = r.run_as,
+               .seccomp_groups = r.seccomp_groups,
+               .workspace_exists = ::stat(dirs->workspace.c_str(), &st) == 0 &&
+                                   ::stat(dirs->out.c_str(), &st) == 0});
+  result->reason = DispatchReason::kDryRun;
+  result->exit_code = 0;
+  return {};
+}
+
+// Removes the dispatch directory this run made unless told to keep it: a run that fails
+// before the agent started leaves nothing behind.
+class MadeDirCleanup {
+ public:
+  MadeDirCleanup(DispatchDirs* dirs, const std::optional<runtime::SandboxSpec::HostIds>& owner)
+      : dirs_(dirs), owner_(owner) {}
+  MadeDirCleanup(const MadeDirCleanup&) = delete;
+  MadeDirCleanup& operator=(const MadeDirCleanup&) = delete;
+  ~MadeDirCleanup() {
+    if (keep_ || dirs_->made_dir.empty()) return;
+    dirs_->given_workspace.reset();
+    dirs_->given_out.reset();
+    (void)RemoveDispatchDir(dirs_->root_fd.get(), dirs_->made_dir, owner_);
+  }
+  void Keep() { keep_ = true; }
+
+ private:
+  DispatchDirs* dirs_;
+  std::optional<runtime::SandboxSpec::HostIds> owner_;
+  bool keep_ = false;
+};
+
+// The stop signal that came before the agent could start: nothing is started then.
+base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
+  result->stop_signal = sig;
+  result->signal = sig;
+  result->reason = DispatchReason::kInterrupted;
+  result->exit_code = 128 + sig;
+  result->error =
+      fmt::format("interrupted by {} before the agent started: nothing ran", StopSignalName(sig));
+  return {};
+}
+
+// One dispatch from request to exit status, in the order the host side must take its
+// steps: every check before anything is created, the stop signals taken as events from
+// the start, the clone, the host's services, the sandbox, then what comes after it.
+base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
+                      DispatchResult* result, Clock::time_point start) {
+  auto resolved = ResolveRequest(given);
+  if (!resolved) return resolved.error();
+  const ResolvedRequest& r = *resolved;
+  const DispatchRequest& request = r.request;
+  if (request.dry_run) return DryRun(r, self_exe, result);
+  auto signal_fd = BlockStopSignals();
+  if (!signal_fd) return signal_fd.error();
+  int stopped_by = 0;
+  auto dirs = PrepareDispatchDirs(request, result->id, r.run_as, signal_fd->get(), &stopped_by);
+  if (!dirs) {
+    if (stopped_by != 0) return StoppedBeforeStart(stopped_by, result);
+    return dirs.error();
+  }
+  MadeDirCleanup cleanup(&*dirs, r.run_as);
   result->workspace = dirs->workspace;
   result->out = dirs->out;
   auto guard = GitGuard::Prepare(dirs->workspace, !request.workspace,
@@ -335,117 +577,26 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
       if (auto st = CheckFileOutside(flag, *file, *dirs); !st) return st;
     }
   }
-  // A root caller's state directory is its own, under /run (root's, so nobody can block or
-  // prepare the name), 0711: the sandbox's uid reaches the sockets in it, whose owner and
-  // mode (set through the directory's fd) decide who may connect.
-  const char* xdg_runtime_dir = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
-  auto state_dir = relay::StateDir::Create(
-      host->IsRoot() ? relay::StateDirOptions{"", "/run", host->euid, /*traversable=*/true}
-                     : relay::StateDirOptions{xdg_runtime_dir != nullptr ? xdg_runtime_dir : "",
-                                              "/tmp", host->euid});
-  if (!state_dir) return state_dir.error();
-  // Before the janitor, which removes it too after a SIGKILL of `run`.
-  DispatchCgroupSetup cg = SetUpCgroup(request, result->id, *limits);
-  std::optional<DispatchCgroup>& cgroup = cg.cgroup;
-  // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h), but
-  // for the cgroup's cgroup.procs files, which keep nothing alive.
-  auto janitor =
-      StateDirJanitor::Start(&*state_dir, cgroup ? cgroup->dirs() : std::vector<std::string>{});
-  if (!janitor) return janitor.error();
-  // A relay that writes to a connection the agent already closed must get EPIPE, not die;
-  // it is also what lets the relays splice (relay/flow.h).
-  ::signal(SIGPIPE, SIG_IGN);
-  auto loop = relay::EventLoop::Create();
-  if (!loop) return loop.error();
-  relay::HostRelayOptions relay_options{
-      state_dir->path(), *routes, {}, request.ledger.value_or(""), std::nullopt};
-  if (*run_as) relay_options.socket_owner = (*run_as)->uid;
-  auto tunnel = relay::HostRelay::Create(loop->get(), relay_options);
-  if (!tunnel) return tunnel.error();
-  auto hosts_fd = HostsFileFd(*routes);
-  if (!hosts_fd) return hosts_fd.error();
-  auto files = SandboxFiles::Make(request);  // the credentials' copy, /etc/resolv.conf
-  if (!files) return files.error();
-  std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
-  if (WantsTty(request.tty)) {
-    auto session = TtySession::Create(loop->get(), state_dir->path(), relay_options.socket_owner);
-    if (!session) return session.error();
-    tty = std::move(*session);
-  }
-
-  auto landlock = DispatchLandlockPolicy(request, dirs->workspace, dirs->out);
-  if (!landlock) return landlock.error();
-  DispatchHostPaths paths{dirs->workspace,
-                          dirs->out,
-                          self_exe,
-                          {},
-                          {},
-                          hosts_fd->get(),
-                          agent->binds,
-                          host_env,
-                          *seccomp,
-                          agent->bin_dir,
-                          LandlockSupervisorArgs(*landlock)};
-  paths.sandbox_user = SandboxUserName(*run_as ? (*run_as)->uid : host->uid);
-  files->AddTo(paths);
-  if (tty) {
-    paths.tty_socket = tty->socket_path();
-    paths.tty_size = tty->size_argument();
-  }
-  for (const auto& r : (*tunnel)->routes()) {
-    auto address = netns::RouteAddress(static_cast<size_t>(r.route.index));
-    if (!address) return address.error();
-    paths.route_sockets.push_back(r.socket_path);
-    paths.route_listen.push_back(fmt::format("{}:{}", *address, r.route.port));
-    result->routes.push_back({r.route.host, r.route.port, *address, r.upstream.ToString(),
-                              std::string(relay::RouteKindName(r.route.kind))});
-  }
-  // What the supervisor will apply: the same kernel answers there as here.
-  for (const auto& r : (*tunnel)->routes()) {
-    landlock->connect_ports.push_back(static_cast<uint16_t>(r.route.port));
-  }
-  const security::LandlockRuleset ruleset =
-      security::BuildLandlockRuleset(*landlock, security::LandlockAbi());
-  result->landlock_abi = ruleset.abi;
-  result->landlock_parts = security::LandlockParts(ruleset);
-  auto spec = BuildDispatchSpec(request, paths);
-  if (!spec) return spec.error();
-  guard->AddBinds(*spec);
-  spec->run_as = *run_as;
-  ApplyLimitsToSpec(*limits, &*spec);
-  const bool bwrap_backend = request.backend == DispatchBackend::kBwrap;
-  // bwrap cannot write the sandbox's sysctls; its own --disable-userns is the second layer
-  // behind the seccomp rule there.
-  if (bwrap_backend && !limits->nested_userns) spec->disable_userns = true;
-  if (cgroup) spec->cgroup_procs_fds = cgroup->ProcsFds();
-  LimitsReport report =
-      ReportLimits(*limits, bwrap_backend, cgroup ? cgroup->Describe() : cg.planned, cg.missing);
-  result->limits_json = RenderLimitsJson(*limits, report);
-  auto plan = runtime::CompilePlan(*spec, *host);
-  if (!plan) return plan.error();
-  if (tty) plan->stdout_tty.reset();  // the caller's terminal is never the sandbox's console
-  if (request.dry_run) {
-    PrintDryRun(*plan, request, *result, ruleset, report);
-    result->reason = "dry-run";
-    result->exit_code = 0;
-    return {};
-  }
+  HostServices services;
+  if (auto st = services.Start(r, result->id); !st) return st;
+  auto planned = PlanSandbox(r, *dirs, services, &*guard, self_exe, result);
+  if (!planned) return planned.error();
   auto patch_fd = OpenPatchFile(request.patch, dirs->workspace, dirs->out);
   if (!patch_fd) return patch_fd.error();
   auto base_commit = guard->clone_head() ? base::Result<std::string>(*guard->clone_head())
-                                         : ReadBaseCommit(dirs->workspace, *run_as);
+                                         : ReadBaseCommit(dirs->workspace, r.run_as);
   if (!base_commit && request.patch) return base_commit.error();
   if (base_commit) result->base_commit = *base_commit;
-  auto signal_fd = BlockStopSignals();
-  if (!signal_fd) return signal_fd.error();
-  WarnUnwritablePlaces(request, *dirs, *run_as);  // --rw, --workspace: said, never chowned
+  if (int sig = TakeStopSignal(signal_fd->get()); sig != 0) return StoppedBeforeStart(sig, result);
+  WarnUnwritablePlaces(request, *dirs, r.run_as);  // --rw, --workspace: said, never chowned
+  std::unique_ptr<TtySession>& tty = services.tty;
   std::optional<CallerStdioHidden> hidden;
   if (tty) {
     auto swapped = tty->HideCallerStdio();
     if (!swapped) return swapped.error();
     hidden.emplace(std::move(*swapped));
   }
-  auto sandbox = SandboxProcess::Start(*plan, request);
+  auto sandbox = SandboxProcess::Start(planned->plan, request);
   hidden.reset();
   if (!sandbox) {
     // A refused namespace, mount or /proc comes back in the kernel's words: name the step
@@ -453,7 +604,9 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
     if (auto st = CheckNamespacesAllowed(); !st) return st;
     return sandbox.error();
   }
-  hosts_fd->reset();
+  // The agent may write from now on: what it leaves is the caller's, whatever follows.
+  cleanup.Keep();
+  services.hosts_fd.reset();
   if (tty) {
     if (auto st = tty->Start(); !st) return st;
   }
@@ -461,15 +614,15 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   std::function<void()> hang_up;
   if (tty) hang_up = [&tty] { tty->HangUp(); };
   LoopOutcome outcome =
-      ServeUntilExit(**loop, *sandbox, signal_fd->get(), request.timeout_seconds, hang_up);
+      ServeUntilExit(*services.loop, *sandbox, signal_fd->get(), request, hang_up);
   if (tty) tty->Finish();
   RecordExit(sandbox->Reap(), outcome, result);
-  if (cgroup) RecordOomAndRemove(&*cgroup, limits->memory, result);
+  if (services.cg.cgroup) RecordOomAndRemove(&*services.cg.cgroup, r.limits.memory, result);
   // The sandbox is gone: undo what the agent left in the git metadata, then harvest.
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();
   if (*patch_fd) {
-    auto st = WriteHarvestPatch(dirs->workspace, result->base_commit, patch_fd->get(), *run_as);
+    auto st = WriteHarvestPatch(dirs->workspace, result->base_commit, patch_fd->get(), r.run_as);
     if (!st) result->patch_error = st.error().Render();
   }
   return {};
@@ -484,7 +637,7 @@ DispatchResult RunDispatch(const DispatchRequest& request, const std::string& se
   result.backend = request.backend;
   result.started_at = relay::FormatRfc3339Utc(std::chrono::system_clock::now());
   if (auto st = Dispatch(request, self_exe, &result, start); !st) {
-    result.reason = "runtime-error";
+    result.reason = DispatchReason::kRuntimeError;
     result.exit_code = kRuntimeFailureExit;
     result.error = st.error().Render();
   }

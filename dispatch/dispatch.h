@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dispatch/request.h"
@@ -16,6 +17,18 @@ namespace sbx::dispatch {
 // Exit codes of `run` besides the agent's own.
 inline constexpr int kRuntimeFailureExit = 125;
 inline constexpr int kTimeoutExit = 124;
+
+// How a dispatch ended (the status document's `reason`).
+enum class DispatchReason {
+  kExited,        // the agent exited by itself (also after a stop signal it handled)
+  kSignaled,      // a signal ended the agent's sandbox
+  kOom,           // the memory limit: the kernel's OOM killer ended it
+  kTimeout,       // --timeout expired: the sandbox was killed whole
+  kInterrupted,   // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
+  kRuntimeError,  // the runtime failed (setup, bad input): `error` says why
+  kDryRun,        // --dry-run: nothing ran
+};
+std::string_view ReasonName(DispatchReason reason);
 
 struct DispatchRoute {
   std::string host;
@@ -33,9 +46,9 @@ struct DispatchResult {
   std::vector<DispatchRoute> routes;
   int exit_code = kRuntimeFailureExit;
   std::optional<int> signal;  // the signal that ended the agent (or the sandbox)
-  // "exited", "signaled", "timeout", "interrupted", "runtime-error", "dry-run"
-  std::string reason = "runtime-error";
-  std::string error;  // one line, for "runtime-error"
+  DispatchReason reason = DispatchReason::kRuntimeError;
+  std::optional<int> stop_signal;  // the SIGINT/SIGTERM/SIGHUP `run` got, passed to the agent
+  std::string error;               // one line, for kRuntimeError
   std::string started_at;
   int landlock_abi = 0;                     // the kernel's Landlock ABI (0: none)
   std::vector<std::string> landlock_parts;  // the Landlock parts applied to the agent

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/safe_path.h"
+#include "dispatch/dispatch_dir.h"
 #include "dispatch/workspace.h"
 #include "netns/hosts.h"
 
@@ -77,6 +78,13 @@ base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchReques
   if (auto st = netns::ValidateRoutes(hosts); !st) {
     return base::Error::Message(fmt::format("--allow: {}", st.error().Render()));
   }
+  // One spelling everywhere: the name in the sandbox's /etc/hosts, the SNI a tls route
+  // expects, the name the relay resolves, the status document and the ledger.
+  for (relay::Route& route : routes) {
+    auto name = netns::NormalizeHostname(route.host);
+    if (!name) return base::Error::Message(fmt::format("--allow: {}", name.error().Render()));
+    route.host = std::move(*name);
+  }
   return routes;
 }
 
@@ -140,46 +148,33 @@ std::string SandboxUserName(uid_t uid) {
   return std::to_string(uid);
 }
 
-base::Result<DispatchDirs> PrepareDispatchDirs(
-    const DispatchRequest& request, const std::string& id,
-    const std::optional<runtime::SandboxSpec::HostIds>& run_as) {
-  DispatchDirs dirs;
-  // <root>/<id>: only this process can write the chain down to it. For a root caller it is
-  // root's, 0711, so the sandbox's ids reach their own directories in it and nothing else.
-  bool root_caller = run_as.has_value();
-  mode_t tree_mode = root_caller ? 0711 : 0700;
-  base::UniqueFd dispatch_fd;
-  std::string dispatch_path;
-  if (request.repo || !request.out) {
-    std::string root;
-    if (request.workspace_root) {
-      root = request.workspace_root->starts_with('/')
-                 ? *request.workspace_root
-                 : RealPath(".") + "/" + *request.workspace_root;
-    } else {
-      auto fallback = DefaultWorkspaceRoot(root_caller);
-      if (!fallback) return fallback.error();
-      root = *fallback;
-    }
-    std::string resolved;
-    auto root_fd = base::OpenOrMakeTrustedDir(root, tree_mode, ::geteuid(), &resolved);
-    if (!root_fd) return root_fd.error();
-    dispatch_path = resolved + "/" + id;
-    auto made = base::MakeFreshDir(root_fd->get(), id, tree_mode, dispatch_path);
-    if (!made) return made.error();
-    dispatch_fd = std::move(*made);
+namespace {
+
+// --workspace-root made absolute, or the caller's default.
+base::Result<std::string> WorkspaceRootPath(const DispatchRequest& request, bool root_caller) {
+  if (request.workspace_root) {
+    return request.workspace_root->starts_with('/') ? *request.workspace_root
+                                                    : RealPath(".") + "/" + *request.workspace_root;
   }
+  return DefaultWorkspaceRoot(root_caller);
+}
+
+base::Result<DispatchDirs> FillDispatchDirs(
+    DispatchDirs dirs, const DispatchRequest& request, int dispatch_fd,
+    const std::optional<runtime::SandboxSpec::HostIds>& run_as, int stop_fd, int* stopped_by) {
   // A directory just made in <id> and still empty is handed to the sandbox's ids through
   // its fd: the only ownership change there is, and nothing is inside yet.
   auto fresh_for_sandbox = [&](const char* name, mode_t mode) -> base::Result<std::string> {
-    std::string path = dispatch_path + "/" + name;
-    auto fd = base::MakeFreshDir(dispatch_fd.get(), name, mode, path);
+    std::string path = dirs.made_path + "/" + name;
+    auto fd = base::MakeFreshDir(dispatch_fd, name, mode, path);
     if (!fd) return fd.error();
     if (run_as && ::fchownat(fd->get(), "", run_as->uid, run_as->gid, AT_EMPTY_PATH) != 0) {
       return base::ErrnoError("Can't hand over", path);
     }
     if (std::string(name) == "workspace") {
-      if (auto st = CloneRepository(*request.repo, fd->get(), run_as); !st) return st.error();
+      if (auto st = CloneRepository(*request.repo, fd->get(), run_as, stop_fd, stopped_by); !st) {
+        return st.error();
+      }
     }
     return path;
   };
@@ -203,6 +198,63 @@ base::Result<DispatchDirs> PrepareDispatchDirs(
     if (!out) return out.error();
     dirs.out = *out;
   }
+  return dirs;
+}
+
+}  // namespace
+
+base::Result<DispatchDirs> PrepareDispatchDirs(
+    const DispatchRequest& request, const std::string& id,
+    const std::optional<runtime::SandboxSpec::HostIds>& run_as, int stop_fd, int* stopped_by) {
+  DispatchDirs dirs;
+  // <root>/<id>: only this process can write the chain down to it. For a root caller it is
+  // root's, 0711, so the sandbox's ids reach their own directories in it and nothing else.
+  bool root_caller = run_as.has_value();
+  mode_t tree_mode = root_caller ? 0711 : 0700;
+  base::UniqueFd dispatch_fd;
+  base::UniqueFd root_fd;
+  if (request.repo || !request.out) {
+    auto root = WorkspaceRootPath(request, root_caller);
+    if (!root) return root.error();
+    std::string resolved;
+    auto opened = base::OpenOrMakeTrustedDir(*root, tree_mode, ::geteuid(), &resolved);
+    if (!opened) return opened.error();
+    root_fd = std::move(*opened);
+    std::string path = resolved + "/" + id;
+    auto made = base::MakeFreshDir(root_fd.get(), id, tree_mode, path);
+    if (!made) return made.error();
+    dispatch_fd = std::move(*made);
+    dirs.made_dir = id;
+    dirs.made_path = path;
+  }
+  auto filled =
+      FillDispatchDirs(std::move(dirs), request, dispatch_fd.get(), run_as, stop_fd, stopped_by);
+  if (!filled) {
+    // Nothing of a failed preparation stays: the partial clone, the empty out dir.
+    dispatch_fd.reset();
+    if (root_fd) (void)RemoveDispatchDir(root_fd.get(), id, run_as);
+    return filled.error();
+  }
+  filled->root_fd = std::move(root_fd);
+  return filled;
+}
+
+base::Result<DispatchDirs> PlanDispatchDirs(const DispatchRequest& request, const std::string& id,
+                                            bool root_caller) {
+  DispatchDirs dirs;
+  std::string made;
+  if (request.repo || !request.out) {
+    auto root = WorkspaceRootPath(request, root_caller);
+    if (!root) return root.error();
+    made = *root + "/" + id;
+  }
+  auto given = [](const std::string& path) {
+    std::string absolute = path.starts_with('/') ? path : RealPath(".") + "/" + path;
+    while (absolute.size() > 1 && absolute.ends_with('/')) absolute.pop_back();
+    return absolute;
+  };
+  dirs.workspace = request.workspace ? given(*request.workspace) : made + "/workspace";
+  dirs.out = request.out ? given(*request.out) : made + "/out";
   return dirs;
 }
 

@@ -35,6 +35,10 @@ std::string SandboxUserName(uid_t uid);
 struct DispatchDirs {
   std::string workspace;
   std::string out;
+  // <root>/<id> when this run made it (else `made_dir` is empty): what a failed run removes.
+  base::UniqueFd root_fd;
+  std::string made_dir;
+  std::string made_path;
   // --workspace/--out given on the command line: held open, handed back when destroyed.
   std::optional<GivenDir> given_workspace;
   std::optional<GivenDir> given_out;
@@ -42,9 +46,17 @@ struct DispatchDirs {
 // Makes <root>/<id> fresh in a verified root (--workspace-root or DefaultWorkspaceRoot),
 // clones --repo into <root>/<id>/workspace as the sandbox's ids, or opens --workspace;
 // opens or creates --out (default <root>/<id>/out). With run-as ids both belong to them.
+// A stop signal on `stop_fd` during the clone ends it (`*stopped_by` says which). When
+// anything fails, <root>/<id> is removed again before returning.
 base::Result<DispatchDirs> PrepareDispatchDirs(
     const DispatchRequest& request, const std::string& id,
-    const std::optional<runtime::SandboxSpec::HostIds>& run_as);
+    const std::optional<runtime::SandboxSpec::HostIds>& run_as, int stop_fd = -1,
+    int* stopped_by = nullptr);
+
+// The same places for a dry run, by name only: nothing is created, cloned or opened for
+// writing (a given --out that does not exist yet is shown where it would be made).
+base::Result<DispatchDirs> PlanDispatchDirs(const DispatchRequest& request, const std::string& id,
+                                            bool root_caller);
 
 // A close-on-exec memfd holding the generated /etc/hosts: the sandbox setup (or bwrap)
 // reads it and closes it before the agent runs.

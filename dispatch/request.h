@@ -31,6 +31,7 @@ struct DispatchRequest {
   DispatchBackend backend = DispatchBackend::kNative;
   std::string bwrap_path = "/usr/bin/bwrap";
   std::optional<double> timeout_seconds;
+  double grace_seconds = 5;  // --grace: from the stop signal passed on to SIGKILL
   bool dry_run = false;
   std::optional<std::string> status_json;
   std::vector<std::string> seccomp_allow;

@@ -99,4 +99,16 @@ base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd)
   return {};
 }
 
+base::Status CheckHostMountPoints(const std::string& etc) {
+  const std::string hosts = etc + "/hosts";
+  struct stat st {};
+  if (::stat(hosts.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return base::Error::Message(fmt::format(
+        "this host has no {} (a regular file), which the sandbox's generated one is mounted "
+        "over: create it (an empty file will do), e.g. touch {}",
+        hosts, hosts));
+  }
+  return {};
+}
+
 }  // namespace sbx::dispatch

@@ -13,6 +13,10 @@ namespace sbx::dispatch {
 
 base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd);
 
+// The host files the sandbox's generated ones are mounted over (the host's /etc is bound
+// read-only, so nothing can be created in it): `etc` is normally "/etc".
+base::Status CheckHostMountPoints(const std::string& etc);
+
 // --credentials SRC[:DEST] split, with DEST defaulting to the preset's (relative to the
 // home; "" when neither names one).
 struct CredentialsSpec {

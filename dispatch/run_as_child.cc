@@ -27,7 +27,7 @@ int SwitchToIds(const runtime::SandboxSpec::HostIds& ids) {
 
 base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
                                const std::function<int()>& body,
-                               const std::function<void()>& while_running) {
+                               const std::function<void(pid_t)>& while_running) {
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return base::ErrnoError("Can't fork");
@@ -43,7 +43,7 @@ base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds
     if (::getppid() != parent) ::_exit(kChildCantSwitchIds);
     ::_exit(body());
   }
-  if (while_running) while_running();
+  if (while_running) while_running(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return base::ErrnoError("waitpid");

@@ -20,11 +20,11 @@ inline constexpr int kChildCantSwitchIds = 120;
 // `ids` set drops supplementary groups, then setresgid and setresuid to them (which clears
 // every capability set: no SECBIT_KEEP_CAPS), then sets no_new_privs; then it runs `body`
 // and _exits with what it returns (`body` may exec instead). `while_running`, when given,
-// runs in the parent before it waits (to drain a pipe the child writes). Returns the wait
-// status.
+// runs in the parent with the child's pid before it waits (to drain a pipe the child
+// writes, or to stop it). Returns the wait status.
 base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
                                const std::function<int()>& body,
-                               const std::function<void()>& while_running = {});
+                               const std::function<void(pid_t)>& while_running = {});
 
 // In the child: the switch itself (exposed for tests). 0 or an errno.
 int SwitchToIds(const runtime::SandboxSpec::HostIds& ids);

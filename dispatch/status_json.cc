@@ -7,6 +7,26 @@
 namespace sbx::dispatch {
 using base::JsonQuote;
 
+std::string_view ReasonName(DispatchReason reason) {
+  switch (reason) {
+    case DispatchReason::kExited:
+      return "exited";
+    case DispatchReason::kSignaled:
+      return "signaled";
+    case DispatchReason::kOom:
+      return "oom";
+    case DispatchReason::kTimeout:
+      return "timeout";
+    case DispatchReason::kInterrupted:
+      return "interrupted";
+    case DispatchReason::kRuntimeError:
+      return "runtime-error";
+    case DispatchReason::kDryRun:
+      return "dry-run";
+  }
+  return "runtime-error";
+}
+
 std::string RenderStatusJson(const DispatchResult& r) {
   std::string routes;
   for (const auto& route : r.routes) {
@@ -17,6 +37,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
         JsonQuote(route.upstream));
   }
   std::string signal = r.signal ? fmt::format("{}", *r.signal) : "null";
+  std::string stop_signal = r.stop_signal ? fmt::format("{}", *r.stop_signal) : "null";
   std::string error = r.error.empty() ? "null" : JsonQuote(r.error);
   std::string landlock_parts;
   for (const auto& part : r.landlock_parts) {
@@ -38,6 +59,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"exit_code\": {},\n"
       "  \"signal\": {},\n"
       "  \"reason\": {},\n"
+      "  \"stop_signal\": {},\n"
       "  \"error\": {},\n"
       "  \"limits\": {},\n"
       "  \"started_at\": {},\n"
@@ -50,8 +72,9 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
-      signal, JsonQuote(r.reason), error, r.limits_json, JsonQuote(r.started_at), r.landlock_abi,
-      landlock_parts, r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
+      signal, JsonQuote(ReasonName(r.reason)), stop_signal, error, r.limits_json,
+      JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
+      r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
       r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);
 }
 

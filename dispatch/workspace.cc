@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "base/safe_path.h"
 #include "dispatch/run_as_child.h"
+#include "dispatch/stop_signals.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -150,7 +152,8 @@ base::Result<std::string> DefaultWorkspaceRoot(bool root_caller) {
       "--workspace-root DIR");
 }
 
-base::Status CloneRepository(const std::string& source, int dest_fd, const RunAsIds& ids) {
+base::Status CloneRepository(const std::string& source, int dest_fd, const RunAsIds& ids,
+                             int stop_fd, int* stopped_by) {
   std::string from = IsLocalSource(source) ? Absolute(source) : source;
   // Git's complaints are collected and reduced to one line, unless a person watches the
   // terminal, who then sees git's own progress and messages.
@@ -163,13 +166,20 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
     read_end = std::move(pipe->read_end);
     write_end = std::move(pipe->write_end);
   }
-  // Drained until every git process closed it (EOF), then waited for; only the first
-  // 64 KiB are kept.
+  // Read until every git process closed the pipe, then waited for; only the first 64 KiB
+  // are kept. A stop signal meanwhile kills git's whole process group.
   int pipe_fd = write_end ? write_end.get() : -1;
   std::string output;
-  auto drain = [&] {
+  int stop_signal = 0;
+  auto watch = [&](pid_t pid) {
     write_end.reset();
-    if (!read_end) return;
+    // Both sides set the group, so it exists whichever runs first.
+    (void)::setpgid(pid, pid);
+    base::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (stop_fd >= 0 && pidfd) {
+      stop_signal = WaitOrStop(pidfd.get(), stop_fd, pid, read_end.get(), &output, 65536);
+    }
+    if (!read_end || stop_signal != 0) return;
     char buf[4096];
     ssize_t n = 0;
     while ((n = ::read(read_end.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
@@ -177,8 +187,18 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
     }
   };
   auto status = RunInChildAs(
-      ids, [&]() -> int { CloneChild(from, dest_fd, pipe_fd); }, drain);
+      ids,
+      [&]() -> int {
+        (void)::setpgid(0, 0);
+        CloneChild(from, dest_fd, pipe_fd);
+      },
+      watch);
   if (!status) return status.error();
+  if (stop_signal != 0) {
+    if (stopped_by != nullptr) *stopped_by = stop_signal;
+    return base::Error::Message(
+        fmt::format("interrupted by {} during the clone", StopSignalName(stop_signal)));
+  }
   int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
   std::string who = ids ? fmt::format("uid {}", ids->uid) : std::string("this user");
   switch (code) {

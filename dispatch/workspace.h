@@ -37,7 +37,11 @@ base::Result<std::string> DefaultWorkspaceRoot(bool root_caller);
 // empty directory it owns. Git's configuration comes from the environment and a memfd
 // (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/proc/self/fd/N trusting only SOURCE), never
 // from a file anybody else could write. Git's progress shows when stderr is a terminal.
-base::Status CloneRepository(const std::string& source, int dest_fd, const RunAsIds& ids);
+// Git runs in a process group of its own: a stop signal arriving on `stop_fd` (a signalfd,
+// or -1) kills that group and sets `*stopped_by` to the signal; the caller removes what
+// the clone made.
+base::Status CloneRepository(const std::string& source, int dest_fd, const RunAsIds& ids,
+                             int stop_fd = -1, int* stopped_by = nullptr);
 
 // A directory given on the command line (--workspace, --out), opened once: its parent is
 // resolved, the top itself is never followed through a symlink. For a root caller whose

@@ -110,7 +110,7 @@ std::vector<std::string> UnwritablePlaces(const DispatchRequest& request, const 
         }
         return 0;
       },
-      [&] {
+      [&](pid_t /*child*/) {
         pipe->write_end.reset();
         char buf[4096];
         ssize_t n = 0;

@@ -77,5 +77,15 @@ TEST(RequestChecksTest, CredentialsNeedADestinationAndAReadableFile) {
   EXPECT_EQ(Refusal(directory), "--credentials /usr: not a regular file");
 }
 
+TEST(RequestChecksTest, AHostWithoutEtcHostsIsToldHowToFixIt) {
+  EXPECT_TRUE(CheckHostMountPoints("/etc"));
+  auto missing = CheckHostMountPoints("/nonexistent-etc");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().Render(),
+            "this host has no /nonexistent-etc/hosts (a regular file), which the sandbox's "
+            "generated one is mounted over: create it (an empty file will do), e.g. touch "
+            "/nonexistent-etc/hosts");
+}
+
 }  // namespace
 }  // namespace sbx::dispatch

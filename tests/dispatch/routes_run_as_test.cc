@@ -38,6 +38,15 @@ TEST(ParseDispatchRoutesTest, ThePresetEndpointNamedByAllowIsNotAddedTwice) {
   EXPECT_TRUE((*routes)[0].upstream_override.has_value());
 }
 
+TEST(ParseDispatchRoutesTest, EveryRouteHasOneSpellingOfItsHost) {
+  DispatchRequest request;
+  request.allow = {"API.Example.COM.=127.0.0.1:9443"};
+  auto routes = ParseDispatchRoutes(request);
+  ASSERT_TRUE(routes) << routes.error().Render();
+  ASSERT_EQ(routes->size(), 1U);
+  EXPECT_EQ((*routes)[0].host, "api.example.com");
+}
+
 TEST(ParseDispatchRoutesTest, NoDefaultAllowDropsThePresetEndpoint) {
   DispatchRequest request;
   request.agent = AgentPreset::kOpencode;

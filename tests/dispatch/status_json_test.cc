@@ -16,7 +16,7 @@ DispatchResult Finished() {
   r.landlock_abi = 7;
   r.landlock_parts = {"fs", "net", "scope"};
   r.exit_code = 0;
-  r.reason = "exited";
+  r.reason = DispatchReason::kExited;
   r.started_at = "2026-12-01T15:00:00Z";
   r.setup_ms = 12.25;
   r.total_ms = 100;
@@ -35,6 +35,7 @@ TEST(StatusJsonTest, ExitedDocumentIsExact) {
             "  \"exit_code\": 0,\n"
             "  \"signal\": null,\n"
             "  \"reason\": \"exited\",\n"
+            "  \"stop_signal\": null,\n"
             "  \"error\": null,\n"
             "  \"limits\": null,\n"
             "  \"started_at\": \"2026-12-01T15:00:00Z\",\n"
@@ -49,14 +50,16 @@ TEST(StatusJsonTest, ExitedDocumentIsExact) {
 
 TEST(StatusJsonTest, EveryReasonRendersItsFields) {
   struct Case {
-    const char* reason;
+    DispatchReason reason;
     int exit_code;
     std::optional<int> signal;
     const char* error;
   };
   for (const Case& c :
-       {Case{"signaled", 137, 9, ""}, Case{"timeout", 124, 9, ""}, Case{"interrupted", 130, 2, ""},
-        Case{"dry-run", 0, {}, ""}, Case{"runtime-error", 125, {}, "--allow x: bad"}}) {
+       {Case{DispatchReason::kSignaled, 137, 9, ""}, Case{DispatchReason::kTimeout, 124, 9, ""},
+        Case{DispatchReason::kInterrupted, 130, 2, ""}, Case{DispatchReason::kOom, 137, 9, ""},
+        Case{DispatchReason::kDryRun, 0, {}, ""},
+        Case{DispatchReason::kRuntimeError, 125, {}, "--allow x: bad"}}) {
     DispatchResult r = Finished();
     r.reason = c.reason;
     r.exit_code = c.exit_code;
@@ -64,7 +67,9 @@ TEST(StatusJsonTest, EveryReasonRendersItsFields) {
     r.error = c.error;
     r.backend = DispatchBackend::kBwrap;
     std::string doc = RenderStatusJson(r);
-    EXPECT_NE(doc.find(std::string("\"reason\": \"") + c.reason + "\""), std::string::npos) << doc;
+    EXPECT_NE(doc.find("\"reason\": \"" + std::string(ReasonName(c.reason)) + "\""),
+              std::string::npos)
+        << doc;
     EXPECT_NE(doc.find("\"exit_code\": " + std::to_string(c.exit_code) + ","), std::string::npos);
     EXPECT_NE(doc.find(c.signal ? "\"signal\": " + std::to_string(*c.signal) + ","
                                 : std::string("\"signal\": null,")),

@@ -15,32 +15,12 @@
 
 #include "base/safe_path.h"
 #include "dispatch/run_as_child.h"
+#include "tests/dispatch/scratch_dir.h"
 
 namespace sbx::dispatch {
 namespace {
 
 constexpr uid_t kNobody = 65534;
-
-class ScratchDir {
- public:
-  ScratchDir() {
-    struct stat st {};
-    std::string base = ::stat("/tmp", &st) == 0 && st.st_uid == 0 ? "/tmp" : "/var/tmp";
-    std::string tmpl = base + "/dispatch-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    ::chmod(tmpl.c_str(), 0755);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // Sets or unsets environment variables for one test, restoring them afterwards.
 class EnvGuard {
