@@ -33,11 +33,13 @@
 #include "dispatch/namespace_preflight.h"
 #include "dispatch/prepare.h"
 #include "dispatch/request_checks.h"
+#include "dispatch/sandbox_files.h"
 #include "dispatch/state_janitor.h"
 #include "dispatch/stop_signals.h"
 #include "dispatch/terminal.h"
 #include "dispatch/tty_session.h"
 #include "dispatch/workspace.h"
+#include "dispatch/write_access.h"
 #include "netns/hosts.h"
 #include "relay/event_loop.h"
 #include "relay/host_relay.h"
@@ -370,6 +372,7 @@ struct HostServices {
   std::optional<uid_t> socket_owner;
   std::unique_ptr<relay::HostRelay> tunnel;
   base::UniqueFd hosts_fd;
+  SandboxFiles files;  // the credentials' copy, /etc/resolv.conf
   std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
 
   base::Status Start(const ResolvedRequest& r, const std::string& id) {
@@ -416,6 +419,9 @@ struct HostServices {
     auto hosts = HostsFileFd(r.routes);
     if (!hosts) return hosts.error();
     hosts_fd = std::move(*hosts);
+    auto made_files = SandboxFiles::Make(r.request);
+    if (!made_files) return made_files.error();
+    files = std::move(*made_files);
     if (WantsTty(r.request.tty)) {
       auto session = TtySession::Create(loop.get(), state_dir->path(), socket_owner);
       if (!session) return session.error();
@@ -450,6 +456,7 @@ base::Result<SandboxPlan> PlanSandbox(const ResolvedRequest& r, const DispatchDi
                           .agent_bin_dir = r.agent.bin_dir,
                           .landlock_args = LandlockSupervisorArgs(*landlock)};
   paths.sandbox_user = SandboxUserName(r.run_as ? r.run_as->uid : r.host.uid);
+  services.files.AddTo(paths);
   if (services.tty) {
     paths.tty_socket = services.tty->socket_path();
     paths.tty_size = services.tty->size_argument();
@@ -591,6 +598,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (!base_commit && request.patch) return base_commit.error();
   if (base_commit) result->base_commit = *base_commit;
   if (int sig = TakeStopSignal(signal_fd->get()); sig != 0) return StoppedBeforeStart(sig, result);
+  WarnUnwritablePlaces(request, *dirs, r.run_as);  // --rw, --workspace: said, never chowned
   std::unique_ptr<TtySession>& tty = services.tty;
   std::optional<CallerStdioHidden> hidden;
   if (tty) {

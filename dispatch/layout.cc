@@ -83,16 +83,17 @@ base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& r
 }
 
 void AddHome(runtime::SandboxSpec& spec, const DispatchRequest& request,
-             const AgentProfile& profile) {
+             const DispatchHostPaths& paths, const AgentProfile& profile) {
   spec.ops.emplace_back(runtime::TmpfsOp{kSandboxHome, 0700, std::nullopt});
   for (const auto& dir : profile.state_dirs) {
     spec.ops.emplace_back(runtime::DirOp{fmt::format("{}/{}", kSandboxHome, dir), 0700});
   }
   if (request.credentials) {
-    // CheckRequestPaths made sure DEST stays inside the home.
+    // CheckRequestPaths made sure DEST stays inside the home. A copy, not the host's file:
+    // the sandbox's uid owns it (mode 0400) whoever owns the original, and it is read-only.
     CredentialsSpec creds = SplitCredentials(*request.credentials, profile);
-    spec.ops.emplace_back(runtime::BindOp{
-        creds.source, fmt::format("{}/{}", kSandboxHome, creds.dest), true, false, false});
+    spec.ops.emplace_back(runtime::BindDataOp{
+        paths.credentials_fd, fmt::format("{}/{}", kSandboxHome, creds.dest), true, 0400});
   }
 }
 
@@ -110,6 +111,11 @@ void AddTunnel(runtime::SandboxSpec& spec, const DispatchHostPaths& paths) {
         paths.tty_socket, fmt::format("{}/{}", kTunnelDir, kTtySocketName), true, false, false});
   }
   spec.ops.emplace_back(runtime::BindDataOp{paths.hosts_fd, "/etc/hosts", true, 0644});
+  // No nameserver of the host's: none is reachable from the sandbox's network.
+  if (paths.resolv_conf_fd >= 0) {
+    spec.ops.emplace_back(
+        runtime::BindDataOp{paths.resolv_conf_fd, "/etc/resolv.conf", true, 0644});
+  }
 }
 
 std::vector<std::string> SupervisorCommand(const DispatchRequest& request,
@@ -140,6 +146,9 @@ void AddReadOnlySystem(runtime::SandboxSpec& spec) { AddSystemRuntime(spec); }
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
                                                      const DispatchHostPaths& paths) {
   if (request.command.empty()) return base::Error::Message("no command given after --");
+  if (request.credentials && paths.credentials_fd < 0) {
+    return base::Error::Message("--credentials: no copy of the file was made");
+  }
   AgentProfile profile = ProfileFor(request.agent);
   runtime::SandboxSpec spec;
   spec.unshare_user = spec.unshare_ipc = spec.unshare_pid = spec.unshare_uts = true;
@@ -149,7 +158,7 @@ base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& requ
   spec.ops.emplace_back(runtime::DevOp{"/dev"});
   spec.ops.emplace_back(runtime::TmpfsOp{kShmDir, 01777, std::nullopt});
   spec.ops.emplace_back(runtime::TmpfsOp{"/tmp", 01777, std::nullopt});
-  AddHome(spec, request, profile);
+  AddHome(spec, request, paths, profile);
   AddTunnel(spec, paths);
   for (const auto& path : request.ro_paths)
     spec.ops.emplace_back(runtime::BindOp{path, path, true, false, false});

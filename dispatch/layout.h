@@ -42,6 +42,10 @@ struct DispatchHostPaths {
   std::string sandbox_user = "ateam-sandbox";  // the agent's uid's name (USER, LOGNAME)
   std::string tty_socket = {};  // host path of the tty handover socket ("" without --tty)
   std::string tty_size = {};    // "ROWSxCOLS" for the agent's terminal ("" unknown)
+  // dispatch/sandbox_files.h: the copy of the --credentials file (required with it) and the
+  // generated /etc/resolv.conf (-1: the host's is left as it is).
+  int credentials_fd = -1;
+  int resolv_conf_fd = -1;
 };
 
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,

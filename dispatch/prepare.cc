@@ -264,10 +264,10 @@ base::Result<base::UniqueFd> HostsFileFd(const std::vector<relay::Route>& routes
   for (const auto& r : routes) hosts.push_back({r.host, r.port});
   auto text = netns::RenderHostsFile(hosts);
   if (!text) return text.error();
-  // Inheritable on purpose: under the bwrap backend, bwrap reads it (--ro-bind-data) and
-  // closes it. The agent never gets it: the native backend closes every inherited fd
-  // before exec, and RunDispatch closes this one as soon as the sandbox has started.
-  base::UniqueFd fd(::memfd_create("ateam-hosts", 0));
+  // Close-on-exec: the native setup reads it in its copy of the fd table; the bwrap backend
+  // clears the flag only in the process that becomes bwrap, which reads it
+  // (--ro-bind-data) and closes it. No git or other program `run` starts inherits it.
+  base::UniqueFd fd(::memfd_create("ateam-hosts", MFD_CLOEXEC));
   if (!fd) return base::ErrnoError("memfd_create");
   if (::write(fd.get(), text->data(), text->size()) != static_cast<ssize_t>(text->size()) ||
       ::lseek(fd.get(), 0, SEEK_SET) != 0) {

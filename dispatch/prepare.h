@@ -58,8 +58,8 @@ base::Result<DispatchDirs> PrepareDispatchDirs(
 base::Result<DispatchDirs> PlanDispatchDirs(const DispatchRequest& request, const std::string& id,
                                             bool root_caller);
 
-// A memfd holding the generated /etc/hosts. Deliberately inheritable: the sandbox setup
-// (or bwrap) reads it and closes it before the agent runs.
+// A close-on-exec memfd holding the generated /etc/hosts: the sandbox setup (or bwrap)
+// reads it and closes it before the agent runs.
 base::Result<base::UniqueFd> HostsFileFd(const std::vector<relay::Route>& routes);
 
 // Where the preset's agent binary is, when it lives outside the directories the layout

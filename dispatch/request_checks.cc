@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/lexical_path.h"
+#include "dispatch/sandbox_files.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -88,19 +89,11 @@ base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd)
         fmt::format("--credentials: DEST '{}' must be a file path relative to the home, inside it",
                     creds.dest));
   }
-  struct stat st {};
+  // Read here only to refuse before anything is created; the copy the sandbox gets is read
+  // again (dispatch/sandbox_files.h).
   std::string source = Normalize(creds.source, cwd);
-  if (::stat(source.c_str(), &st) != 0) {
-    return base::Error::Message(
-        fmt::format("--credentials {}: {}", creds.source, std::strerror(errno)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return base::Error::Message(fmt::format("--credentials {}: not a regular file", creds.source));
-  }
-  if (::access(source.c_str(), R_OK) != 0) {
-    return base::Error::Message(
-        fmt::format("--credentials {}: {} (the caller must be able to read it)", creds.source,
-                    std::strerror(errno)));
+  if (auto content = ReadCredentialsFile(source, creds.source, ::geteuid() == 0); !content) {
+    return content.error();
   }
   request.credentials = source + ":" + creds.dest;
   return {};

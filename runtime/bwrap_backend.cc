@@ -95,6 +95,10 @@ int ExecPrepared(const BwrapInvocation& invocation, char* const* argv) noexcept 
   if (invocation.close_inherited_fds) {
     if (int err = CloseOthersOnExec(invocation.bwrap_fds)) return err;
   }
+  // The plan's own fds (--ro-bind-data, --file, ...) reach bwrap even when the caller
+  // keeps them close-on-exec so that nothing else it starts inherits them. Errors are
+  // bwrap's to report (a number that is not open).
+  for (int fd : invocation.bwrap_fds) (void)::fcntl(fd, F_SETFD, 0);
   if (::fcntl(invocation.args_fd.get(), F_SETFD, 0) != 0) return errno;
   for (const auto& fd : invocation.seccomp_fds) {
     if (::fcntl(fd.get(), F_SETFD, 0) != 0) return errno;

@@ -18,7 +18,8 @@ class RunLayoutTest : public ::testing::Test {
 };
 
 TEST_F(RunLayoutTest, ProbeReportShowsTheDispatchLayout) {
-  TempDir work, out, creds;
+  TempDir work, out;
+  RootTempDir creds;  // where a root caller reads credentials (not a /tmp of another uid's)
   WriteFile(creds.Sub("token"), "secret\n");
   Report r = ParseReport(RunAteam({"--workspace", work.path(), "--out", out.path(), "--credentials",
                                    creds.Sub("token") + ":creds.json", "--env", "SBX_PASSED",
@@ -74,7 +75,8 @@ TEST_F(RunLayoutTest, CallersInheritedFdsDoNotReachTheAgent) {
 }
 
 TEST_F(RunLayoutTest, FilesystemVisibilityAndWritability) {
-  TempDir work, out, creds;
+  TempDir work, out;
+  RootTempDir creds;
   HandToSandboxUser(work.path());
   WriteFile(creds.Sub("token"), "secret\n");
   std::string marker = "/tmp/runtests-host-marker-" + std::to_string(getpid());

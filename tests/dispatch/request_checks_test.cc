@@ -45,7 +45,7 @@ TEST(RequestChecksTest, MissingBindSourceIsOneLine) {
 }
 
 TEST(RequestChecksTest, CredentialsDestinationStaysInsideTheHome) {
-  std::string file = "/tmp/sbx-creds-" + std::to_string(::getpid()) + ".json";
+  std::string file = "/var/tmp/sbx-creds-" + std::to_string(::getpid()) + ".json";
   std::ofstream(file) << "{}";
   for (const char* dest : {"/etc/passwd", "../../tmp/x", "a/../../x", ".", ""}) {
     DispatchRequest request;
@@ -60,7 +60,7 @@ TEST(RequestChecksTest, CredentialsDestinationStaysInsideTheHome) {
 }
 
 TEST(RequestChecksTest, CredentialsNeedADestinationAndAReadableFile) {
-  std::string file = "/tmp/sbx-creds2-" + std::to_string(::getpid()) + ".json";
+  std::string file = "/var/tmp/sbx-creds2-" + std::to_string(::getpid()) + ".json";
   std::ofstream(file) << "{}";
   DispatchRequest request;
   request.credentials = file;
