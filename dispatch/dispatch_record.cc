@@ -15,19 +15,23 @@
 namespace sbx::dispatch {
 namespace {
 
-// A JSON string's body from `text` (which starts after the opening quote) up to the closing
-// quote, unescaped; nullopt when it is not one.
-std::optional<std::string> UnquoteJson(std::string_view text) {
+// A JSON string starting at text[*i] (the opening quote), unescaped; *i ends past the
+// closing quote. nullopt when it is not one.
+std::optional<std::string> ReadJsonString(std::string_view text, size_t* i) {
+  if (*i >= text.size() || text[*i] != '"') return std::nullopt;
   std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '"') return out;
+  for (size_t k = *i + 1; k < text.size(); ++k) {
+    char c = text[k];
+    if (c == '"') {
+      *i = k + 1;
+      return out;
+    }
     if (c != '\\') {
       out += c;
       continue;
     }
-    if (++i == text.size()) return std::nullopt;
-    switch (text[i]) {
+    if (++k == text.size()) return std::nullopt;
+    switch (text[k]) {
       case 'n':
         out += '\n';
         break;
@@ -45,26 +49,27 @@ std::optional<std::string> UnquoteJson(std::string_view text) {
         break;
       case 'u': {
         // The writer escapes only control characters this way (base/json.h).
-        if (i + 4 >= text.size()) return std::nullopt;
+        if (k + 4 >= text.size()) return std::nullopt;
         unsigned value = 0;
-        for (size_t k = 1; k <= 4; ++k) {
-          char h = text[i + k];
+        for (size_t d = 1; d <= 4; ++d) {
+          char h = text[k + d];
           value *= 16;
-          if (h >= '0' && h <= '9')
+          if (h >= '0' && h <= '9') {
             value += static_cast<unsigned>(h - '0');
-          else if (h >= 'a' && h <= 'f')
+          } else if (h >= 'a' && h <= 'f') {
             value += static_cast<unsigned>(h - 'a' + 10);
-          else if (h >= 'A' && h <= 'F')
+          } else if (h >= 'A' && h <= 'F') {
             value += static_cast<unsigned>(h - 'A' + 10);
-          else
+          } else {
             return std::nullopt;
+          }
         }
-        i += 4;
+        k += 4;
         out += value < 0x80 ? static_cast<char>(value) : '?';
         break;
       }
       default:
-        out += text[i];  // \" \\ \/
+        out += text[k];  // \" \\ \/
     }
   }
   return std::nullopt;
@@ -99,44 +104,49 @@ base::Status WriteDispatchRecord(int dir_fd, const std::string& text) {
 std::optional<DispatchRecord> ParseDispatchRecord(std::string_view text) {
   DispatchRecord record;
   bool has_reason = false;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    // Top-level fields only: two spaces, then the key.
-    if (!line.starts_with("  \"") || line.starts_with("   ")) continue;
-    size_t key_end = line.find("\": ", 3);
-    if (key_end == std::string_view::npos) continue;
-    std::string_view key = line.substr(3, key_end - 3);
-    std::string_view value = line.substr(key_end + 3);
-    if (value.ends_with(',')) value.remove_suffix(1);
-    if (key == "exit_code") {
-      int code = 0;
-      bool digits = !value.empty();
-      bool negative = value.starts_with('-');
-      for (char c : value.substr(negative ? 1 : 0)) {
-        if (c < '0' || c > '9' || code > 100000) {
-          digits = false;
-          break;
+  int depth = 0;
+  char last = 0;  // the last structural character seen: '{', '[', ',' or ':'
+  size_t i = 0;
+  while (i < text.size()) {
+    char c = text[i];
+    if (c == '"') {
+      // At depth 1, a string after '{' or ',' is a key of the top-level object.
+      const bool key = depth == 1 && (last == '{' || last == ',');
+      auto name = ReadJsonString(text, &i);
+      if (!name) return std::nullopt;
+      if (!key) continue;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\n')) ++i;
+      if (i == text.size() || text[i] != ':') return std::nullopt;
+      ++i;
+      while (i < text.size() && (text[i] == ' ' || text[i] == '\n')) ++i;
+      last = ':';
+      if (i < text.size() && text[i] == '"') {
+        auto value = ReadJsonString(text, &i);
+        if (!value) return std::nullopt;
+        std::string* field = *name == "reason"       ? &record.reason
+                             : *name == "error"      ? &record.error
+                             : *name == "started_at" ? &record.started_at
+                             : *name == "workspace"  ? &record.workspace
+                             : *name == "out"        ? &record.out
+                                                     : nullptr;
+        if (field != nullptr) *field = std::move(*value);
+        if (*name == "reason") has_reason = true;
+      } else if (*name == "exit_code") {
+        int code = 0;
+        size_t start = i;
+        bool negative = i < text.size() && text[i] == '-';
+        if (negative) ++i;
+        while (i < text.size() && text[i] >= '0' && text[i] <= '9' && code < 100000) {
+          code = code * 10 + (text[i++] - '0');
         }
-        code = code * 10 + (c - '0');
+        if (i > start + (negative ? 1 : 0)) record.exit_code = negative ? -code : code;
       }
-      if (digits) record.exit_code = negative ? -code : code;
       continue;
     }
-    std::string* field = key == "reason"       ? &record.reason
-                         : key == "error"      ? &record.error
-                         : key == "started_at" ? &record.started_at
-                         : key == "workspace"  ? &record.workspace
-                         : key == "out"        ? &record.out
-                                               : nullptr;
-    if (field == nullptr || !value.starts_with('"')) continue;
-    auto unquoted = UnquoteJson(value.substr(1));
-    if (!unquoted) continue;
-    *field = std::move(*unquoted);
-    if (key == "reason") has_reason = true;
+    if (c == '{' || c == '[') ++depth;
+    if (c == '}' || c == ']') --depth;
+    if (c == '{' || c == '[' || c == ',' || c == ':') last = c;
+    ++i;
   }
   if (!has_reason) return std::nullopt;
   return record;

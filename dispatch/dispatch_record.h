@@ -34,8 +34,8 @@ struct DispatchRecord {
   std::string workspace;
   std::string out;
 };
-// Reads the top-level fields of a status document as RenderStatusJson lays them out, one
-// per line. nullopt when there is no `reason` (a truncated or foreign file).
+// Reads these fields of a status document (the top-level object only). nullopt when it has
+// no `reason`, or breaks off inside a string (a truncated or foreign file).
 std::optional<DispatchRecord> ParseDispatchRecord(std::string_view text);
 
 class DispatchDirEnd {
