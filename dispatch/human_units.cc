@@ -42,7 +42,7 @@ base::Result<int64_t> ParseDurationSeconds(std::string_view text, std::string_vi
         unit = 86400;
         break;
       case 'w':
-        unit = 7 * 86400;
+        unit = int64_t{7} * 86400;
         break;
       default:
         return bad();
@@ -61,7 +61,7 @@ std::string FormatAge(int64_t seconds) {
   if (seconds < 0) seconds = 0;  // a clock set back, or an mtime in the future
   if (seconds < 60) return fmt::format("{}s", seconds);
   if (seconds < 3600) return fmt::format("{}m", seconds / 60);
-  if (seconds < 2 * 86400) return fmt::format("{}h", seconds / 3600);
+  if (seconds < int64_t{2} * 86400) return fmt::format("{}h", seconds / 3600);
   return fmt::format("{}d", seconds / 86400);
 }
 
