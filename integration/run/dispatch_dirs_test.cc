@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "integration/run/pty_terminal.h"
 #include "integration/run/run_support.h"
 
 namespace sbx::integration::run {
@@ -228,6 +229,26 @@ TEST_F(RunDispatchDirsTest, GcRemovesALinkInTheWorkspaceNotItsTarget) {
   ASSERT_EQ(stat(victim.c_str(), &after_st), 0);
   EXPECT_EQ(after_st.st_uid, before_st.st_uid);
   EXPECT_EQ(after_st.st_mode, before_st.st_mode);
+}
+
+// On a terminal, one line before the agent starts says where the files are; without one
+// (every other test here), stderr holds nothing of it.
+TEST_F(RunDispatchDirsTest, OnATerminalRunSaysWhereTheFilesAre) {
+  std::set<std::string> before = Listing();
+  PtyTerminal terminal(RunArgv({"--repo", repo_.path(), "--workspace-root", root_, "--no-tty"},
+                               {"sh", "-c", "echo agent-ran"}),
+                       24, 200, {"TERM=xterm"});
+  EXPECT_EQ(terminal.Wait(milliseconds(30000)), 0) << terminal.Printable();
+  std::string id = NewId(before);
+  ASSERT_FALSE(id.empty());
+  std::string line = "ateam-sandbox run: dispatch " + id + ": workspace " + root_ + "/" + id +
+                     "/workspace, out " + root_ + "/" + id + "/out";
+  const std::string& out = terminal.output();
+  size_t at = out.find(line);
+  EXPECT_NE(at, std::string::npos) << terminal.Printable();
+  EXPECT_LT(at, out.find("agent-ran")) << terminal.Printable();
+  RunResult piped = Dispatch({"--rm"}, {"true"});
+  EXPECT_EQ(piped.err, "") << Describe(piped);
 }
 
 }  // namespace
