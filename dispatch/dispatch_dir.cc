@@ -63,7 +63,7 @@ base::Status RemoveDispatchDir(int root_fd, const std::string& id,
                            fmt::format("Can't empty {}/{} as uid {}", id, name, ids->uid));
       }
       if (::unlinkat(dispatch.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-        return base::ErrnoError("Can't remove", id + "/" + name);
+        return base::ErrnoError("Can't remove", fmt::format("{}/{}", id, name));
       }
       continue;
     }
