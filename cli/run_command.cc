@@ -54,6 +54,8 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
                  "leave out one Landlock part: fs, net or scope (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: USER or UID[:GID] the sandbox runs as");
   app.add_option("--patch", r.patch, "afterwards, write the agent's work here as one patch");
+  app.add_flag("--rm", r.rm,
+               "remove the dispatch directory at the end (a given --out or --workspace stays)");
   app.add_option("--tmpfs-size", r.tmpfs_size, "SIZE of the home and of /tmp, each (default 2g)");
   app.add_option("--memory", r.memory, "SIZE of memory for the whole sandbox (default 8g)");
   app.add_option("--pids", r.pids, "at most N processes and threads (default 4096)")

@@ -17,12 +17,24 @@ namespace {
 // stops with ELOOP instead of running out of descriptors.
 constexpr int kMaxRemoveDepth = 256;
 
+// A directory of ours without read, write or search permission for us (chmod 555 by a
+// build tool, 000 by an agent) could be neither listed nor emptied: give ourselves all
+// three first. Through an O_PATH fd opened without following a symlink, and /proc/self/fd,
+// so the chmod reaches exactly the directory that was looked at.
+void MakeOwnerAccessible(int dirfd, const std::string& name, const struct stat& st) {
+  if (st.st_uid != ::geteuid() || (st.st_mode & S_IRWXU) == S_IRWXU) return;
+  base::UniqueFd fd(::openat(dirfd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return;
+  (void)::chmod(fmt::format("/proc/self/fd/{}", fd.get()).c_str(), (st.st_mode & 07777) | S_IRWXU);
+}
+
 base::Status RemoveTreeDepth(int dirfd, const std::string& name, dev_t dev, int depth) {
   auto st = StatAt(dirfd, name);
   if (!st) return {};
   if (S_ISDIR(st->st_mode)) {
     if (depth >= kMaxRemoveDepth) return base::Error(ELOOP, "Can't remove (too deep)", name);
     if (st->st_dev != dev) return base::Error(EXDEV, "Can't remove a mount point", name);
+    MakeOwnerAccessible(dirfd, name, *st);
     auto sub = OpenDirAt(dirfd, name);
     if (!sub) return sub.error();
     auto names = ListDirAt(sub->get());

@@ -23,7 +23,9 @@
 
 #include "base/syscalls.h"
 #include "dispatch/cgroup.h"
+#include "dispatch/dispatch_announce.h"
 #include "dispatch/dispatch_dir.h"
+#include "dispatch/dispatch_record.h"
 #include "dispatch/dry_run.h"
 #include "dispatch/git_guard.h"
 #include "dispatch/harvest.h"
@@ -561,7 +563,7 @@ base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
 // steps: every check before anything is created, the stop signals taken as events from
 // the start, the clone, the host's services, the sandbox, then what comes after it.
 base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
-                      DispatchResult* result, Clock::time_point start) {
+                      DispatchResult* result, Clock::time_point start, DispatchDirEnd* dir_end) {
   auto resolved = ResolveRequest(given);
   if (!resolved) return resolved.error();
   const ResolvedRequest& r = *resolved;
@@ -576,6 +578,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
     return dirs.error();
   }
   MadeDirCleanup cleanup(&*dirs, r.run_as);
+  if (auto st = dir_end->Hold(*dirs, r.run_as, request.rm); !st) return st;
   result->workspace = dirs->workspace;
   result->out = dirs->out;
   auto guard = GitGuard::Prepare(dirs->workspace, !request.workspace,
@@ -599,6 +602,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (base_commit) result->base_commit = *base_commit;
   if (int sig = TakeStopSignal(signal_fd->get()); sig != 0) return StoppedBeforeStart(sig, result);
   WarnUnwritablePlaces(request, *dirs, r.run_as);  // --rw, --workspace: said, never chowned
+  AnnounceDispatch(result->id, dirs->workspace, dirs->out);
   std::unique_ptr<TtySession>& tty = services.tty;
   std::optional<CallerStdioHidden> hidden;
   if (tty) {
@@ -646,12 +650,14 @@ DispatchResult RunDispatch(const DispatchRequest& request, const std::string& se
   result.id = NewDispatchId();
   result.backend = request.backend;
   result.started_at = relay::FormatRfc3339Utc(std::chrono::system_clock::now());
-  if (auto st = Dispatch(request, self_exe, &result, start); !st) {
+  DispatchDirEnd dir_end;  // <root>/<id> after the run: its record, or --rm
+  if (auto st = Dispatch(request, self_exe, &result, start, &dir_end); !st) {
     result.reason = DispatchReason::kRuntimeError;
     result.exit_code = kRuntimeFailureExit;
     result.error = st.error().Render();
   }
   result.total_ms = MsSince(start);
+  dir_end.Finish(result);
   return result;
 }
 

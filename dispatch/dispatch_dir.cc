@@ -18,6 +18,12 @@ namespace {
 // Everything inside `dirfd`, not `dirfd` itself (which sits in a directory the remover
 // may not write).
 base::Status EmptyDir(int dirfd) {
+  // Ours, but maybe without permission for us to list or change it (chmod 000 by the agent).
+  struct stat top {};
+  if (::fstat(dirfd, &top) == 0 && top.st_uid == ::geteuid() &&
+      (top.st_mode & S_IRWXU) != S_IRWXU) {
+    (void)::fchmod(dirfd, (top.st_mode & 07777) | S_IRWXU);
+  }
   auto names = ListDirAt(dirfd);
   if (!names) return names.error();
   for (const auto& name : *names) {

@@ -14,6 +14,7 @@
 
 #include "base/safe_path.h"
 #include "dispatch/dispatch_dir.h"
+#include "dispatch/dispatch_lock.h"
 #include "dispatch/workspace.h"
 #include "netns/hosts.h"
 
@@ -221,7 +222,7 @@ base::Result<DispatchDirs> PrepareDispatchDirs(
     if (!opened) return opened.error();
     root_fd = std::move(*opened);
     std::string path = resolved + "/" + id;
-    auto made = base::MakeFreshDir(root_fd.get(), id, tree_mode, path);
+    auto made = MakeLockedDispatchDir(root_fd.get(), id, tree_mode, path);
     if (!made) return made.error();
     dispatch_fd = std::move(*made);
     dirs.made_dir = id;
@@ -236,6 +237,7 @@ base::Result<DispatchDirs> PrepareDispatchDirs(
     return filled.error();
   }
   filled->root_fd = std::move(root_fd);
+  filled->dir_fd = std::move(dispatch_fd);
   return filled;
 }
 

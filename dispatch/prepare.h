@@ -39,6 +39,8 @@ struct DispatchDirs {
   base::UniqueFd root_fd;
   std::string made_dir;
   std::string made_path;
+  // <root>/<id> open, holding the run's lock on it (dispatch/dispatch_lock.h).
+  base::UniqueFd dir_fd;
   // --workspace/--out given on the command line: held open, handed back when destroyed.
   std::optional<GivenDir> given_workspace;
   std::optional<GivenDir> given_out;

@@ -38,6 +38,7 @@ struct DispatchRequest {
   std::vector<std::string> landlock_allow;  // --landlock-allow fs|net|scope
   std::optional<std::string> run_as;        // root callers: a user name or uid[:gid]
   std::optional<std::string> patch;         // --patch FILE: the agent's work, harvested
+  bool rm = false;                          // --rm: <root>/<id> removed at the end
   std::optional<std::string> tmpfs_size;    // --tmpfs-size: home and /tmp, each (dispatch/limits.h)
   std::optional<std::string> memory;        // --memory
   std::optional<long long> pids;            // --pids

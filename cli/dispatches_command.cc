@@ -1,0 +1,151 @@
+#include "cli/dispatches_command.h"
+
+#include <ctime>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "base/json.h"
+#include "dispatch/dispatch_list.h"
+#include "dispatch/human_units.h"
+
+namespace sbx::cli {
+namespace {
+
+constexpr int kFailureExit = 125;
+
+int Fail(const char* command, const std::string& message) {
+  fmt::print(stderr, "ateam-sandbox {}: {}\n", command, message);
+  return kFailureExit;
+}
+
+// Parses `args` into `app` (CLI11 takes them reversed); nullopt when parsing is done with
+// the command's result (help printed, or an error).
+std::optional<int> Parse(CLI::App& app, const char* command, std::span<const std::string> args) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app.help());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return Fail(command, e.what());
+  }
+  return std::nullopt;
+}
+
+// The EXIT and REASON columns: the record's, or what is known without one.
+std::pair<std::string, std::string> ExitAndReason(const dispatch::DispatchEntry& e) {
+  if (e.running) return {"-", "running"};
+  if (!e.record) return {"-", "no status"};
+  return {e.record->exit_code ? std::to_string(*e.record->exit_code) : "-", e.record->reason};
+}
+
+std::string EntryJson(const dispatch::DispatchEntry& e) {
+  using base::JsonQuote;
+  auto quoted_or_null = [](const std::string& s) { return s.empty() ? "null" : JsonQuote(s); };
+  const auto& rec = e.record;
+  std::string state = e.running ? "running" : rec ? "finished" : "no-status";
+  return fmt::format(
+      R"({{"id": {}, "path": {}, "age_seconds": {}, "size_bytes": {}, "state": {}, )"
+      R"("exit_code": {}, "reason": {}, "error": {}, "started_at": {}}})",
+      JsonQuote(e.id), JsonQuote(e.path), e.age_seconds, e.size_bytes, JsonQuote(state),
+      rec && rec->exit_code ? std::to_string(*rec->exit_code) : "null",
+      rec ? quoted_or_null(rec->reason) : "null", rec ? quoted_or_null(rec->error) : "null",
+      rec ? quoted_or_null(rec->started_at) : "null");
+}
+
+void AddRootOption(CLI::App& app, std::optional<std::string>& root) {
+  app.add_option("--workspace-root", root,
+                 "the dispatch root `run` was given (default: run's default for this caller)");
+}
+
+}  // namespace
+
+int RunLsCommand(std::span<const std::string> args) {
+  CLI::App app{"List this caller's dispatch directories", "ateam-sandbox ls"};
+  std::optional<std::string> workspace_root;
+  bool json = false;
+  AddRootOption(app, workspace_root);
+  app.add_flag("--json", json, "one JSON array, one object per dispatch");
+  if (auto done = Parse(app, "ls", args)) return *done;
+  auto root = dispatch::OpenCallerDispatchRoot(workspace_root);
+  if (!root) return Fail("ls", root.error().Render());
+  auto entries = dispatch::ListDispatches(*root, static_cast<int64_t>(std::time(nullptr)));
+  if (!entries) return Fail("ls", entries.error().Render());
+  if (json) {
+    fmt::print("[");
+    for (size_t i = 0; i < entries->size(); ++i) {
+      fmt::print("{}\n  {}", i == 0 ? "" : ",", EntryJson((*entries)[i]));
+    }
+    fmt::print("{}]\n", entries->empty() ? "" : "\n");
+    return 0;
+  }
+  if (entries->empty()) return 0;
+  fmt::print("{:<12}  {:>4}  {:>5}  {:>4}  {}\n", "ID", "AGE", "SIZE", "EXIT", "REASON");
+  uint64_t total = 0;
+  for (const auto& e : *entries) {
+    auto [exit, reason] = ExitAndReason(e);
+    fmt::print("{:<12}  {:>4}  {:>5}  {:>4}  {}\n", e.id, dispatch::FormatAge(e.age_seconds),
+               dispatch::FormatSize(e.size_bytes), exit, reason);
+    total += e.size_bytes;
+  }
+  fmt::print("{} dispatch{}, {} in {}\n", entries->size(), entries->size() == 1 ? "" : "es",
+             dispatch::FormatSize(total), root->path);
+  return 0;
+}
+
+int RunGcCommand(std::span<const std::string> args) {
+  CLI::App app{"Remove this caller's finished dispatch directories", "ateam-sandbox gc"};
+  std::optional<std::string> workspace_root;
+  std::string older_than;
+  bool dry_run = false;
+  AddRootOption(app, workspace_root);
+  app.add_option("--older-than", older_than,
+                 "only those unchanged for DURATION (30m, 12h, 7d; default: every finished one)");
+  app.add_flag("--dry-run", dry_run, "say what would be removed, remove nothing");
+  if (auto done = Parse(app, "gc", args)) return *done;
+  int64_t min_age = 0;
+  if (!older_than.empty()) {
+    auto seconds = dispatch::ParseDurationSeconds(older_than);
+    if (!seconds) return Fail("gc", seconds.error().Render());
+    min_age = *seconds;
+  }
+  auto root = dispatch::OpenCallerDispatchRoot(workspace_root);
+  if (!root) return Fail("gc", root.error().Render());
+  auto entries = dispatch::ListDispatches(*root, static_cast<int64_t>(std::time(nullptr)));
+  if (!entries) return Fail("gc", entries.error().Render());
+  uint64_t freed = 0;
+  size_t removed = 0;
+  bool failed = false;
+  for (const auto& e : *entries) {
+    if (e.age_seconds < min_age) continue;
+    if (e.running) {
+      fmt::print("kept {}: its run is still going\n", e.id);
+      continue;
+    }
+    if (!dry_run) {
+      auto done = dispatch::RemoveFinishedDispatch(*root, e);
+      if (!done) {
+        fmt::print(stderr, "ateam-sandbox gc: {}\n", done.error().Render());
+        failed = true;
+        continue;
+      }
+      if (!*done) {
+        fmt::print("kept {}: its run is still going\n", e.id);
+        continue;
+      }
+    }
+    fmt::print("{} {}  {:>5}  {}\n", dry_run ? "would remove" : "removed", e.id,
+               dispatch::FormatSize(e.size_bytes), e.path);
+    freed += e.size_bytes;
+    ++removed;
+  }
+  fmt::print("{} {} in {} dispatch{}\n", dry_run ? "would free" : "freed",
+             dispatch::FormatSize(freed), removed, removed == 1 ? "" : "es");
+  return failed ? kFailureExit : 0;
+}
+
+}  // namespace sbx::cli
