@@ -374,7 +374,7 @@ struct HostServices {
   std::optional<uid_t> socket_owner;
   std::unique_ptr<relay::HostRelay> tunnel;
   base::UniqueFd hosts_fd;
-  SandboxFiles files;  // the credentials' copy, /etc/resolv.conf
+  SandboxFiles files;               // the credentials' copy, /etc/resolv.conf
   std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
 
   base::Status Start(const ResolvedRequest& r, const std::string& id) {
