@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/json.h"
+#include "cli/parse_options.h"
 #include "dispatch/dispatch_list.h"
 #include "dispatch/human_units.h"
 
@@ -21,19 +22,11 @@ int Fail(const char* command, const std::string& message) {
   return kFailureExit;
 }
 
-// Parses `args` into `app` (CLI11 takes them reversed); nullopt when parsing is done with
-// the command's result (help printed, or an error).
+// Parses `args` into `app`; nullopt when parsing is done with the command's result (help
+// printed, or an error).
 std::optional<int> Parse(CLI::App& app, const char* command, std::span<const std::string> args) {
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    return Fail(command, e.what());
-  }
-  return std::nullopt;
+  return ParseOptions(app, args,
+                      [command](const std::string& message) { return Fail(command, message); });
 }
 
 // The EXIT and REASON columns: the record's, or what is known without one.

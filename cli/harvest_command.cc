@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/unique_fd.h"
+#include "cli/parse_options.h"
 #include "dispatch/harvest.h"
 #include "runtime/host_facts.h"
 
@@ -42,15 +43,7 @@ int RunHarvestCommand(std::span<const std::string> args) {
         return hex ? std::string() : std::string("--base takes a commit id in hex");
       });
   app.add_option("-o,--output", output, "the patch file to write")->required();
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    return Fail(e.what());
-  }
+  if (auto done = ParseOptions(app, args, Fail)) return *done;
   char resolved[PATH_MAX];
   if (::realpath(workspace.c_str(), resolved) == nullptr)
     return Fail("no such workspace: " + workspace);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "cli/parse_options.h"
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/status_file.h"
@@ -113,15 +114,7 @@ int RunRunCommand(std::span<const std::string> args) {
   auto split = SplitRunArgs(args, known);
   if (!split) return Fail(split.error().Render());
   request.command = std::move(split->command);
-  std::vector<std::string> reversed(split->options.rbegin(), split->options.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    return Fail(e.what());
-  }
+  if (auto done = ParseOptions(app, split->options, Fail)) return *done;
   if (!timeout.empty()) {
     auto seconds = ParseTimeoutSeconds(timeout);
     if (!seconds) return Fail(seconds.error().Render());
