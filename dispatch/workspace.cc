@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "base/exit_status.h"
 #include "base/safe_path.h"
 #include "dispatch/run_as_child.h"
 
@@ -179,7 +180,7 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
   auto status = RunInChildAs(
       ids, [&]() -> int { CloneChild(from, dest_fd, pipe_fd); }, drain);
   if (!status) return status.error();
-  int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+  int code = base::ExitCodeFromWaitStatus(*status);
   std::string who = ids ? fmt::format("uid {}", ids->uid) : std::string("this user");
   switch (code) {
     case 0:
