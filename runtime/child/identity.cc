@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/socket_message.h"
+#include "base/unique_fd.h"
 #include "runtime/child/child_steps.h"
 #include "runtime/child/mount_api.h"
 #include "security/capabilities.h"
@@ -17,12 +18,10 @@ namespace sbx::runtime::child {
 namespace {
 
 int WriteFileAt(int dir_fd, const char* path, const char* text) {
-  int fd = ::openat(dir_fd, path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
+  base::UniqueFd fd(::openat(dir_fd, path, O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
   size_t len = std::strlen(text);
-  int err = ::write(fd, text, len) == static_cast<ssize_t>(len) ? 0 : errno;
-  ::close(fd);
-  return err;
+  return ::write(fd.get(), text, len) == static_cast<ssize_t>(len) ? 0 : errno;
 }
 
 // "inside outside 1\n" without any formatting library.
