@@ -34,6 +34,12 @@ std::string Parent(const std::string& rel) {
   auto slash = rel.rfind('/');
   return slash == std::string::npos ? "" : rel.substr(0, slash);
 }
+std::string Join(const std::string& dir, const std::string& name) {
+  std::string path = dir;
+  path += '/';
+  path += name;
+  return path;
+}
 std::string Base(const std::string& rel) {
   auto slash = rel.rfind('/');
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
@@ -86,7 +92,7 @@ class SwapLoop {
     if (d == nullptr) return true;
     while (dirent* e = ::readdir(d)) {
       std::string name = e->d_name;
-      if (name != "." && name != ".." && e->d_type == DT_DIR) Watch(dir + "/" + name, depth + 1);
+      if (name != "." && name != ".." && e->d_type == DT_DIR) Watch(Join(dir, name), depth + 1);
     }
     ::closedir(d);
     return true;
@@ -96,7 +102,7 @@ class SwapLoop {
     for (auto it = pending_.begin(); it != pending_.end();) {
       bool done = true;
       for (const char* sub : {"workspace", "out"}) {
-        std::string path = *it + "/" + sub;
+        std::string path = Join(*it, sub);
         if (watched_.count(path) != 0) continue;
         if (Watch(path, 0)) {
           watched_.insert(path);
@@ -119,20 +125,20 @@ class SwapLoop {
 
   void OnEvent(const std::string& dir, const std::string& name, uint32_t mask) {
     if (roots_.count(dir) != 0) {
-      if ((mask & IN_ISDIR) != 0 && (mask & IN_CREATE) != 0) pending_.insert(dir + "/" + name);
+      if ((mask & IN_ISDIR) != 0 && (mask & IN_CREATE) != 0) pending_.insert(Join(dir, name));
       // A name `run` writes beside (its temporary file) is the moment to plant a link.
       for (const auto& plant : o_.plant) {
         if (name.find(plant) == std::string::npos) continue;
-        (void)::symlink(o_.victim_file.c_str(), (dir + "/" + plant).c_str());
+        (void)::symlink(o_.victim_file.c_str(), Join(dir, plant).c_str());
       }
       if (!name.empty()) Swap(dir, name);
       return;
     }
     if (!name.empty() && (mask & IN_ISDIR) != 0 && (mask & (IN_CREATE | IN_MOVED_TO)) != 0) {
-      Watch(dir + "/" + name, 1);
+      Watch(Join(dir, name), 1);
     }
     if (o_.swap_path.empty()) {
-      if (!name.empty() && swapped_.insert(dir + "/" + name).second) Swap(dir, name);
+      if (!name.empty() && swapped_.insert(Join(dir, name)).second) Swap(dir, name);
       return;
     }
     if (name == o_.armed_by && (mask & (IN_MOVED_TO | IN_CLOSE_WRITE)) != 0) armed_ = true;
@@ -142,7 +148,7 @@ class SwapLoop {
   void SwapArmed() {
     for (const auto& workspace : workspaces_) {
       std::string parent = Parent(o_.swap_path);
-      Swap(parent.empty() ? workspace : workspace + "/" + parent, Base(o_.swap_path));
+      Swap(parent.empty() ? workspace : Join(workspace, parent), Base(o_.swap_path));
     }
   }
 
@@ -150,7 +156,7 @@ class SwapLoop {
   // for a .git or hooks directory and for a config file, else to root's victim.
   void Swap(const std::string& dir, const std::string& name) {
     if (name.starts_with(kMovedAway)) return;
-    std::string path = dir + "/" + name;
+    std::string path = Join(dir, name);
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return;
     std::string target;
@@ -161,7 +167,7 @@ class SwapLoop {
     } else {
       target = name == "config" ? o_.theirs_dir + "/config" : o_.victim_file;
     }
-    std::string away = dir + "/" + kMovedAway + std::to_string(moved_++);
+    std::string away = Join(dir, kMovedAway + std::to_string(moved_++));
     if (::rename(path.c_str(), away.c_str()) != 0) return;
     if (::symlink(target.c_str(), path.c_str()) == 0) ++report_.swaps;
   }

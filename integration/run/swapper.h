@@ -41,7 +41,7 @@ struct SwapperReport {
   int watches = 0;  // directories watched
   int events = 0;
   int swaps = 0;  // entries replaced by a link
-  std::string Describe() const;
+  [[nodiscard]] std::string Describe() const;
 };
 
 class Swapper {
