@@ -51,7 +51,7 @@ pack=$(du -sm "$repo/.git/objects" | cut -f1)
 echo "repository: $files files, $pack MB of objects; $pairs pairs; caller uid $(id -u)"
 
 # Each step prints "WALL CPU": elapsed seconds, and user+system seconds of it and every
-# process it waited for (the disk's swings move the first far more than the second).
+# process it waited for (time spent waiting on the disk counts in the first only).
 TIMEFORMAT='%R %U %S'
 timed() {
   local out
