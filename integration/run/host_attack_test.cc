@@ -385,6 +385,10 @@ TEST_F(RunHostAttackTest, InotifySwappersNeverSteerTheHostSide) {
                         .swap_path = "",
                         .armed_by = "",
                         .plant = {"status.json"}});
+      if (!insider.started() || !stranger.started()) {
+        GTEST_SKIP() << "can't switch to uid " << kRunAs << " or " << kOtherUid
+                     << " (not mapped in this user namespace)";
+      }
       RunResult r = RunAteam(
           {"--repo", repo_.path(), "--workspace-root", dispatches, "--run-as",
            std::to_string(kRunAs), "--status-json", status, "--patch", patch_dir.Sub("patch")},

@@ -218,6 +218,8 @@ Swapper::Swapper(const SwapperOptions& options) {
     ::close_range(kReportFd + 1, ~0U, 0);
     if (::setgroups(0, nullptr) != 0 || ::setresgid(options.gid, options.gid, options.gid) != 0 ||
         ::setresuid(options.uid, options.uid, options.uid) != 0) {
+      char failed = 'F';  // an id this namespace does not map
+      (void)!::write(kReportFd, &failed, 1);
       ::_exit(2);
     }
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -227,7 +229,13 @@ Swapper::Swapper(const SwapperOptions& options) {
   stop_ = std::move(stop.write_end);
   report_ = std::move(report.read_end);
   char ready = 0;
-  if (::read(report_.get(), &ready, 1) != 1 || ready != 'R') std::abort();
+  if (::read(report_.get(), &ready, 1) != 1 || (ready != 'R' && ready != 'F')) std::abort();
+  if (ready == 'F') {
+    (void)::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+    return;
+  }
+  started_ = true;
 }
 
 Swapper::~Swapper() {
@@ -237,6 +245,7 @@ Swapper::~Swapper() {
 }
 
 SwapperReport Swapper::Stop() {
+  if (!started_) return {};
   stop_.reset();
   std::string text = ReadAll(report_.get());
   (void)::waitpid(pid_, nullptr, 0);

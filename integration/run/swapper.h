@@ -50,10 +50,13 @@ class Swapper {
   Swapper(const Swapper&) = delete;
   Swapper& operator=(const Swapper&) = delete;
   ~Swapper();
+  // False when it could not become its uid (one this user namespace does not map).
+  [[nodiscard]] bool started() const { return started_; }
   // Stops the process and returns what it did.
   SwapperReport Stop();
 
  private:
+  bool started_ = false;
   pid_t pid_ = -1;
   Fd stop_;    // closed to stop the swapper
   Fd report_;  // its report, written when it stops
