@@ -2,7 +2,8 @@
 # clone_bench: `ateam-sandbox run --repo R -- true` against a bare `git clone --no-hardlinks R`
 # on a generated repository of ~13,000 files (a copy of /usr/include and /usr/share/doc in
 # three commits). Pairs are interleaved, each timed step preceded by `sync`, and the order
-# inside a pair alternates; prints every pair and the median of the per-pair ratios.
+# inside a pair alternates; prints every pair and the median of the per-pair ratios, of
+# the elapsed time and of the CPU time.
 #
 #   bench/clone_bench.sh [--ateam PATH] [--pairs N] [--dir DIR] [--run-as USER]
 #
@@ -49,39 +50,47 @@ files=$(git -C "$repo" ls-files | wc -l)
 pack=$(du -sm "$repo/.git/objects" | cut -f1)
 echo "repository: $files files, $pack MB of objects; $pairs pairs; caller uid $(id -u)"
 
-now() { date +%s.%N; }
-seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
+# Each step prints "WALL CPU": elapsed seconds, and user+system seconds of it and every
+# process it waited for (time spent waiting on the disk counts in the first only).
+TIMEFORMAT='%R %U %S'
+timed() {
+  local out
+  out=$({ time "$@" >/dev/null; } 2>&1 | tail -n 1)
+  awk '{ printf "%.6f %.6f", $1, $2 + $3 }' <<<"$out"
+}
 
 bare_clone() {
   local dest=$work/bare.$1
   sync
-  local t0; t0=$(now)
-  command git clone -q --no-hardlinks "$repo" "$dest"
-  local t1; t1=$(now)
+  timed command git clone -q --no-hardlinks "$repo" "$dest"
   rm -rf "$dest"
-  seconds "$t0" "$t1"
 }
 
 run_clone() {
   local root=$work/roots.$1
   sync
-  local t0; t0=$(now)
-  "$ateam" run "${run_as[@]}" --repo "$repo" --workspace-root "$root" -- true
-  local t1; t1=$(now)
+  timed "$ateam" run "${run_as[@]}" --repo "$repo" --workspace-root "$root" -- true
   rm -rf "$root"
-  seconds "$t0" "$t1"
 }
 
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
 ratios=()
+cpu_ratios=()
 for ((i = 0; i < pairs; i++)); do
   if ((i % 2 == 0)); then
     b=$(bare_clone "$i"); r=$(run_clone "$i")
   else
     r=$(run_clone "$i"); b=$(bare_clone "$i")
   fi
-  ratio=$(awk -v r="$r" -v b="$b" 'BEGIN { printf "%.6f", r / b }')
+  read -r bw bc <<<"$b"
+  read -r rw rc <<<"$r"
+  ratio=$(awk -v r="$rw" -v b="$bw" 'BEGIN { printf "%.6f", r / b }')
+  cpu_ratio=$(awk -v r="$rc" -v b="$bc" 'BEGIN { printf "%.6f", r / b }')
   ratios+=("$ratio")
-  printf 'pair %2d: git clone %.3f s, run --repo %.3f s, ratio %.3f\n' "$i" "$b" "$r" "$ratio"
+  cpu_ratios+=("$cpu_ratio")
+  printf 'pair %2d: git clone %.3f s (cpu %.3f s), run --repo %.3f s (cpu %.3f s), ratio %.3f (cpu %.3f)\n' \
+    "$i" "$bw" "$bc" "$rw" "$rc" "$ratio" "$cpu_ratio"
 done
-median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
-printf 'median ratio run/git: %.3f\n' "$median"
+printf 'median ratio run/git: %.3f (cpu %.3f)\n' "$(printf '%s\n' "${ratios[@]}" | median)" \
+  "$(printf '%s\n' "${cpu_ratios[@]}" | median)"

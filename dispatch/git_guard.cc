@@ -499,10 +499,11 @@ void GitGuard::AddBinds(runtime::SandboxSpec& spec) const {
     std::string path = fmt::format("{}/{}", workspace_, dir.rel);
     if (dir.config) {
       spec.ops.emplace_back(
-          runtime::BindOp{path + "/config", path + "/config", true, false, false});
+          runtime::BindOp{.source = path + "/config", .dest = path + "/config", .read_only = true});
     }
     if (dir.had_hooks_dir) {
-      spec.ops.emplace_back(runtime::BindOp{path + "/hooks", path + "/hooks", true, false, false});
+      spec.ops.emplace_back(
+          runtime::BindOp{.source = path + "/hooks", .dest = path + "/hooks", .read_only = true});
     }
   }
 }

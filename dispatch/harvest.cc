@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/exit_status.h"
 #include "base/unique_fd.h"
 #include "dispatch/layout.h"
 #include "runtime/host_facts.h"
@@ -82,10 +83,10 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
   spec.unshare_net = true;
   spec.unshare_cgroup_try = true;
   AddReadOnlySystem(spec);
-  spec.ops.emplace_back(runtime::ProcOp{"/proc"});
-  spec.ops.emplace_back(runtime::DevOp{"/dev"});
-  spec.ops.emplace_back(runtime::TmpfsOp{"/tmp", 01777, std::nullopt});
-  spec.ops.emplace_back(runtime::BindOp{workspace, workspace, true, false, false});
+  spec.ops.emplace_back(runtime::ProcOp{.dest = "/proc"});
+  spec.ops.emplace_back(runtime::DevOp{.dest = "/dev"});
+  spec.ops.emplace_back(runtime::TmpfsOp{.dest = "/tmp", .perms = 01777});
+  spec.ops.emplace_back(runtime::BindOp{.source = workspace, .dest = workspace, .read_only = true});
   spec.chdir = workspace;
   spec.env = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp"};
   spec.cap_changes = {{security::CapChange::Kind::kDrop, std::nullopt}};
@@ -133,7 +134,7 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
     if (errno != EINTR) return base::ErrnoError("waitpid for the harvest sandbox");
   }
   if (!failure.empty()) return base::Error::Message("harvest sandbox: " + failure);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return base::ExitCodeFromWaitStatus(status);
 }
 
 bool IsBelow(const std::string& path, const std::string& dir) {

@@ -20,17 +20,19 @@ constexpr int kCapSysAdmin = 21;        // unshare(CLONE_NEWNET)
 // The host's system runtime, read-only. Merged-/usr hosts have /bin, /lib... as symlinks
 // into /usr: the sandbox gets the same symlinks.
 void AddSystemRuntime(runtime::SandboxSpec& spec) {
-  spec.ops.emplace_back(runtime::BindOp{"/usr", "/usr", true, false, false});
+  spec.ops.emplace_back(runtime::BindOp{.source = "/usr", .dest = "/usr", .read_only = true});
   for (const char* dir : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     char target[PATH_MAX];
     ssize_t n = ::readlink(dir, target, sizeof(target) - 1);
     if (n > 0) {
-      spec.ops.emplace_back(runtime::SymlinkOp{std::string(target, static_cast<size_t>(n)), dir});
+      spec.ops.emplace_back(
+          runtime::SymlinkOp{.target = std::string(target, static_cast<size_t>(n)), .dest = dir});
     } else {
-      spec.ops.emplace_back(runtime::BindOp{dir, dir, true, false, true});
+      spec.ops.emplace_back(
+          runtime::BindOp{.source = dir, .dest = dir, .read_only = true, .skip_missing = true});
     }
   }
-  spec.ops.emplace_back(runtime::BindOp{"/etc", "/etc", true, false, false});
+  spec.ops.emplace_back(runtime::BindOp{.source = "/etc", .dest = "/etc", .read_only = true});
 }
 
 std::optional<std::string> HostValue(const std::vector<std::string>& env, const std::string& name) {
@@ -84,37 +86,44 @@ base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& r
 
 void AddHome(runtime::SandboxSpec& spec, const DispatchRequest& request,
              const DispatchHostPaths& paths, const AgentProfile& profile) {
-  spec.ops.emplace_back(runtime::TmpfsOp{kSandboxHome, 0700, std::nullopt});
+  spec.ops.emplace_back(runtime::TmpfsOp{.dest = kSandboxHome, .perms = 0700});
   for (const auto& dir : profile.state_dirs) {
-    spec.ops.emplace_back(runtime::DirOp{fmt::format("{}/{}", kSandboxHome, dir), 0700});
+    spec.ops.emplace_back(
+        runtime::DirOp{.dest = fmt::format("{}/{}", kSandboxHome, dir), .perms = 0700});
   }
   if (request.credentials) {
     // CheckRequestPaths made sure DEST stays inside the home. A copy, not the host's file:
     // the sandbox's uid owns it (mode 0400) whoever owns the original, and it is read-only.
     CredentialsSpec creds = SplitCredentials(*request.credentials, profile);
-    spec.ops.emplace_back(runtime::BindDataOp{
-        paths.credentials_fd, fmt::format("{}/{}", kSandboxHome, creds.dest), true, 0400});
+    spec.ops.emplace_back(
+        runtime::BindDataOp{.fd = paths.credentials_fd,
+                            .dest = fmt::format("{}/{}", kSandboxHome, creds.dest),
+                            .read_only = true,
+                            .perms = 0400});
   }
 }
 
 void AddTunnel(runtime::SandboxSpec& spec, const DispatchHostPaths& paths) {
-  spec.ops.emplace_back(runtime::TmpfsOp{kTunnelDir, 0755, std::nullopt});
-  spec.ops.emplace_back(runtime::BindOp{
-      paths.supervisor_binary, fmt::format("{}/supervisor", kTunnelDir), true, false, false});
+  spec.ops.emplace_back(runtime::TmpfsOp{.dest = kTunnelDir, .perms = 0755});
+  spec.ops.emplace_back(runtime::BindOp{.source = paths.supervisor_binary,
+                                        .dest = fmt::format("{}/supervisor", kTunnelDir),
+                                        .read_only = true});
   for (size_t i = 0; i < paths.route_sockets.size(); ++i) {
-    spec.ops.emplace_back(runtime::BindOp{paths.route_sockets[i],
-                                          fmt::format("{}/route-{}.sock", kTunnelDir, i), true,
-                                          false, false});
+    spec.ops.emplace_back(runtime::BindOp{.source = paths.route_sockets[i],
+                                          .dest = fmt::format("{}/route-{}.sock", kTunnelDir, i),
+                                          .read_only = true});
   }
   if (!paths.tty_socket.empty()) {
-    spec.ops.emplace_back(runtime::BindOp{
-        paths.tty_socket, fmt::format("{}/{}", kTunnelDir, kTtySocketName), true, false, false});
+    spec.ops.emplace_back(runtime::BindOp{.source = paths.tty_socket,
+                                          .dest = fmt::format("{}/{}", kTunnelDir, kTtySocketName),
+                                          .read_only = true});
   }
-  spec.ops.emplace_back(runtime::BindDataOp{paths.hosts_fd, "/etc/hosts", true, 0644});
+  spec.ops.emplace_back(runtime::BindDataOp{
+      .fd = paths.hosts_fd, .dest = "/etc/hosts", .read_only = true, .perms = 0644});
   // No nameserver of the host's: none is reachable from the sandbox's network.
   if (paths.resolv_conf_fd >= 0) {
-    spec.ops.emplace_back(
-        runtime::BindDataOp{paths.resolv_conf_fd, "/etc/resolv.conf", true, 0644});
+    spec.ops.emplace_back(runtime::BindDataOp{
+        .fd = paths.resolv_conf_fd, .dest = "/etc/resolv.conf", .read_only = true, .perms = 0644});
   }
 }
 
@@ -154,23 +163,23 @@ base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& requ
   spec.unshare_user = spec.unshare_ipc = spec.unshare_pid = spec.unshare_uts = true;
   spec.unshare_cgroup_try = true;
   AddSystemRuntime(spec);
-  spec.ops.emplace_back(runtime::ProcOp{"/proc"});
-  spec.ops.emplace_back(runtime::DevOp{"/dev"});
-  spec.ops.emplace_back(runtime::TmpfsOp{kShmDir, 01777, std::nullopt});
-  spec.ops.emplace_back(runtime::TmpfsOp{"/tmp", 01777, std::nullopt});
+  spec.ops.emplace_back(runtime::ProcOp{.dest = "/proc"});
+  spec.ops.emplace_back(runtime::DevOp{.dest = "/dev"});
+  spec.ops.emplace_back(runtime::TmpfsOp{.dest = kShmDir, .perms = 01777});
+  spec.ops.emplace_back(runtime::TmpfsOp{.dest = "/tmp", .perms = 01777});
   AddHome(spec, request, paths, profile);
   AddTunnel(spec, paths);
   for (const auto& path : request.ro_paths)
-    spec.ops.emplace_back(runtime::BindOp{path, path, true, false, false});
+    spec.ops.emplace_back(runtime::BindOp{.source = path, .dest = path, .read_only = true});
   for (const auto& path : request.rw_paths)
-    spec.ops.emplace_back(runtime::BindOp{path, path, false, false, false});
+    spec.ops.emplace_back(runtime::BindOp{.source = path, .dest = path});
   for (const auto& path : paths.agent_binds)
-    spec.ops.emplace_back(runtime::BindOp{path, path, true, false, false});
-  spec.ops.emplace_back(runtime::BindOp{paths.workspace, paths.workspace, false, false, false});
+    spec.ops.emplace_back(runtime::BindOp{.source = path, .dest = path, .read_only = true});
+  spec.ops.emplace_back(runtime::BindOp{.source = paths.workspace, .dest = paths.workspace});
   if (paths.out != paths.workspace) {
-    spec.ops.emplace_back(runtime::BindOp{paths.out, paths.out, false, false, false});
+    spec.ops.emplace_back(runtime::BindOp{.source = paths.out, .dest = paths.out});
   }
-  spec.ops.emplace_back(runtime::SetHostnameOp{"ateam-sandbox"});
+  spec.ops.emplace_back(runtime::SetHostnameOp{.hostname = "ateam-sandbox"});
   spec.chdir = paths.workspace;
   auto env = BuildEnvironment(request, paths, profile);
   if (!env) return env.error();

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "base/exit_status.h"
 #include "base/safe_path.h"
 #include "dispatch/run_as_child.h"
 #include "dispatch/stop_signals.h"
@@ -199,7 +200,7 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
     return base::Error::Message(
         fmt::format("interrupted by {} during the clone", StopSignalName(stop_signal)));
   }
-  int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+  int code = base::ExitCodeFromWaitStatus(*status);
   std::string who = ids ? fmt::format("uid {}", ids->uid) : std::string("this user");
   switch (code) {
     case 0:

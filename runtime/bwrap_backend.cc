@@ -11,6 +11,7 @@
 #include <csignal>
 #include <span>
 
+#include "base/exit_status.h"
 #include "runtime/bwrap_render.h"
 
 namespace sbx::runtime {
@@ -121,18 +122,12 @@ base::Error ExecError(int err, const std::string& path) {
   return {err, "bwrap backend: can't execute", path};
 }
 
-int ExitCodeFromStatus(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
-}
-
 base::Result<int> WaitForBwrap(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return base::ErrnoError("bwrap backend: can't wait for", "bwrap");
   }
-  return ExitCodeFromStatus(status);
+  return base::ExitCodeFromWaitStatus(status);
 }
 
 }  // namespace

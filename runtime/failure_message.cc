@@ -148,11 +148,28 @@ const char* JoinPidnsMessage(JoinPidnsStep step) {
   return "Setting pidns failed";
 }
 
+const char* UsernsMessage(UsernsStep step) {
+  switch (step) {
+    case UsernsStep::kUidMap:
+      return "setting up uid map";
+    case UsernsStep::kSetgroups:
+      return "error writing to setgroups";
+    case UsernsStep::kGidMap:
+      return "setting up gid map";
+    case UsernsStep::kMaxUserNamespaces:
+      return "cannot open /proc/sys/user/max_user_namespaces";
+    case UsernsStep::kUnshare:
+      return "unshare user ns";
+    case UsernsStep::kBoundingSet:
+      return "Dropping capabilities";
+  }
+  return "Dropping capabilities";
+}
+
 std::string LockFileMessage(const Plan& plan, const SetupFailure& f) {
-  uint32_t index = f.detail & 0x7fffffffU;
-  const std::string& path = index < plan.lock_files.size() ? plan.lock_files[index] : "";
-  const char* what =
-      (f.detail & 0x80000000U) != 0 ? "Unable to lock file" : "Unable to open lock file";
+  const std::string& path = f.detail < plan.lock_files.size() ? plan.lock_files[f.detail] : "";
+  const char* what = f.stage == static_cast<uint32_t>(Stage::kLock) ? "Unable to lock file"
+                                                                    : "Unable to open lock file";
   return WithErrno(fmt::format("{} {}", what, path), f.err);
 }
 
@@ -188,11 +205,11 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
       return WithErrno("prctl(PR_SET_PDEATHSIG)", f.err);
     case Phase::kUidMap:
     case Phase::kSetgroups:
-    case Phase::kGidMap: {
-      static constexpr const char* kWhat[] = {"setting up uid map", "error writing to setgroups",
-                                              "setting up gid map"};
-      return WithErrno(kWhat[std::min<uint32_t>(f.detail, 2)], f.err);
-    }
+    case Phase::kGidMap:
+      // The first namespace's maps: only the first three steps are written there.
+      return WithErrno(UsernsMessage(static_cast<UsernsStep>(
+                           std::min(f.detail, static_cast<uint32_t>(UsernsStep::kGidMap)))),
+                       f.err);
     case Phase::kLoopback:
       return WithErrno(netns::LoopbackStepMessage(static_cast<netns::LoopbackStep>(f.detail)),
                        f.err);
@@ -206,13 +223,8 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
           f.err);
     case Phase::kUnmountOldRoot:
       return WithErrno("unmount old root", f.err);
-    case Phase::kSecondUserns: {
-      static constexpr const char* kWhat[] = {
-          "setting up uid map", "error writing to setgroups",
-          "setting up gid map", "cannot open /proc/sys/user/max_user_namespaces",
-          "unshare user ns",    "Dropping capabilities"};
-      return WithErrno(kWhat[std::min<uint32_t>(f.detail, 5)], f.err);
-    }
+    case Phase::kSecondUserns:
+      return WithErrno(UsernsMessage(static_cast<UsernsStep>(f.detail)), f.err);
     case Phase::kDisableUserns:
     case Phase::kAssertUsernsDisabled:
       return "creation of new user namespaces was not disabled as requested";
@@ -240,12 +252,13 @@ std::string PhaseMessage(const Plan& plan, const SetupFailure& f) {
     case Phase::kJoinPidns:
       return WithErrno(JoinPidnsMessage(static_cast<JoinPidnsStep>(f.detail)), f.err);
     case Phase::kSwitchJoinedIds:
-      return f.detail == 0 ? WithErrno(fmt::format("unable to switch to uid {}",
-                                                   plan.joined.switch_uid.value_or(0)),
-                                       f.err)
-                           : WithErrno(fmt::format("unable to switch to gid {}",
-                                                   plan.joined.switch_gid.value_or(0)),
-                                       f.err);
+      return static_cast<JoinedIdsStep>(f.detail) == JoinedIdsStep::kSetuid
+                 ? WithErrno(fmt::format("unable to switch to uid {}",
+                                         plan.joined.switch_uid.value_or(0)),
+                             f.err)
+                 : WithErrno(fmt::format("unable to switch to gid {}",
+                                         plan.joined.switch_gid.value_or(0)),
+                             f.err);
     case Phase::kJoinUserns2:
       return WithErrno("Setting userns2 failed", f.err);
     case Phase::kCreateNetns:

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "base/exit_status.h"
 #include "base/syscalls.h"
 #include "base/unique_fd.h"
 #include "runtime/child/child_main.h"
@@ -94,12 +95,6 @@ pid_t CloneChild(const Plan& plan, int* pidfd) {
   return pid;
 }
 
-int ExitCodeFromWaitStatus(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 255;
-}
-
 // Waits until the command is done: the reaper's report when there is one (the sandbox
 // may go on with other processes, as with bwrap), else the child's own exit.
 int WaitForCommand(int pidfd, int status_fd) {
@@ -112,7 +107,7 @@ int WaitForCommand(int pidfd, int status_fd) {
     if (status_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
       int status = 0;
       if (::read(status_fd, &status, sizeof(status)) == sizeof(status)) {
-        return ExitCodeFromWaitStatus(status);
+        return base::ExitCodeFromWaitStatus(status);
       }
       status_fd = -1;  // the reaper went away without a report: wait for pid 1 itself
       continue;
@@ -122,8 +117,7 @@ int WaitForCommand(int pidfd, int status_fd) {
       if (errno == EINTR) continue;
       return 255;
     }
-    if (info.si_code == CLD_EXITED) return info.si_status;
-    return 128 + info.si_status;
+    return base::ExitCodeFromSiginfo(info);
   }
 }
 

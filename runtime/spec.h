@@ -50,8 +50,8 @@ struct DevOp {
 };
 struct TmpfsOp {
   std::string dest;
-  std::optional<mode_t> perms;   // --perms; default 0755
-  std::optional<uint64_t> size;  // --size in bytes; default: the kernel's
+  std::optional<mode_t> perms = std::nullopt;   // --perms; default 0755
+  std::optional<uint64_t> size = std::nullopt;  // --size in bytes; default: the kernel's
   // `run` only (bwrap has no option for it): the tmpfs's nr_inodes=.
   std::optional<uint64_t> nr_inodes = std::nullopt;
 };
@@ -60,20 +60,20 @@ struct MqueueOp {
 };
 struct DirOp {
   std::string dest;
-  std::optional<mode_t> perms;  // default 0755; an existing directory keeps its mode
+  std::optional<mode_t> perms = std::nullopt;  // default 0755; an existing directory keeps its mode
 };
 // --file FD DEST: create DEST and copy FD's content into it.
 struct FileOp {
   int fd = -1;
   std::string dest;
-  std::optional<mode_t> perms;  // default 0666
+  std::optional<mode_t> perms = std::nullopt;  // default 0666
 };
 // --bind-data/--ro-bind-data FD DEST.
 struct BindDataOp {
   int fd = -1;
   std::string dest;
   bool read_only = false;
-  std::optional<mode_t> perms;  // default 0600
+  std::optional<mode_t> perms = std::nullopt;  // default 0600
 };
 struct SymlinkOp {
   std::string target;  // not resolved
@@ -91,8 +91,8 @@ struct OverlayOp {
   enum class Mode { kReadWrite, kTemporary, kReadOnly };
   Mode mode = Mode::kReadWrite;
   std::vector<std::string> lower_sources;  // in command-line order: first = bottom layer
-  std::string upper;                       // kReadWrite only (host path)
-  std::string work;                        // kReadWrite only (host path)
+  std::string upper = {};                  // kReadWrite only (host path)
+  std::string work = {};                   // kReadWrite only (host path)
   std::string dest;
 };
 

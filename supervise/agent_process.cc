@@ -130,10 +130,4 @@ base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, i
   return agent;
 }
 
-int ExitCodeFromWaitStatus(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 128;
-}
-
 }  // namespace sbx::supervise

@@ -33,7 +33,4 @@ struct AgentProcess {
 base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, int tty_slave = -1,
                                       int landlock_ruleset = -1);
 
-// A wait status as a shell exit code: the exit status, or 128 + the signal number.
-int ExitCodeFromWaitStatus(int status);
-
 }  // namespace sbx::supervise

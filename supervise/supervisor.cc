@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/exit_status.h"
 #include "base/syscalls.h"
 #include "relay/event_loop.h"
 #include "security/landlock.h"
@@ -114,7 +115,7 @@ void Supervision::OnSignals() {
       (void)base::PidfdSendSignal(agent_.pidfd.get(), sig);
     } else {
       KillAgent();
-      Finish(128 + sig);
+      Finish(base::kSignalExitBase + sig);
       return;
     }
   }
@@ -132,7 +133,7 @@ void Supervision::ReapChildren() {
       if (pid == agent_.pid) (void)base::PidfdSendSignal(agent_.pidfd.get(), SIGCONT);
       continue;
     }
-    if (pid == agent_.pid && !exit_code_) Finish(ExitCodeFromWaitStatus(status));
+    if (pid == agent_.pid && !exit_code_) Finish(base::ExitCodeFromWaitStatus(status));
   }
 }
 

@@ -9,10 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <map>
 #include <string>
 
 #include "integration/run/run_support.h"
+#include "integration/run/swapper.h"
 
 namespace sbx::integration::run {
 namespace {
@@ -274,6 +277,171 @@ TEST_F(RunHostAttackTest, GitRunsAsTheSandboxUserAndHooksNeverAsRoot) {
     start = end == std::string::npos ? uids.size() : end + 1;
   }
   ExpectOutsideUnchanged();
+}
+
+// Two local attackers race `run --repo` with inotify while it clones and runs: one as the
+// --run-as uid (an agent an earlier dispatch left running, any process of that uid), one as
+// a stranger. On every event each swaps what `run` touches next (the workspace's git
+// directory, its config and hooks, the out dir's entries, the status document in a shared
+// directory) for a symlink to root's files or to a git directory of its own. Each variant
+// swaps something else; whatever they win, `run` completes or refuses with one line, root
+// never ran git, and nothing outside the dispatch changed. SBX_SWAPPER_ROUNDS repeats it.
+TEST_F(RunHostAttackTest, InotifySwappersNeverSteerTheHostSide) {
+  if (!IsRoot()) GTEST_SKIP() << "needs root: the attackers run as the --run-as uid and a stranger";
+  constexpr uid_t kRunAs = 23456;  // a throwaway uid for the sandbox
+  MakeRepo();
+  // Root's, readable: the attackers see each dispatch's directory appear in it.
+  std::string dispatches = root_.Sub("dispatches");
+  ASSERT_EQ(mkdir(dispatches.c_str(), 0755), 0);
+  // Everybody's (sticky, as /var/tmp): where the status document goes.
+  std::string shared = root_.Sub("shared");
+  ASSERT_EQ(mkdir(shared.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
+  // Root's directory the links point at, beside root's file.
+  std::string victim_dir = outside_.Sub("root-git");
+  ASSERT_EQ(mkdir(victim_dir.c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((victim_dir + "/hooks").c_str(), 0700), 0);
+  WriteFile(victim_dir + "/config", "[core]\n\tbare = false\n");
+  before_ = Snapshot(outside_.path());
+  Tree repo_before = Snapshot(repo_.path());
+
+  // Every git process and every hook writes its uid here; so does the attacker's fsmonitor.
+  TempDir bin, log_dir, patch_dir;
+  chmod(log_dir.path().c_str(), 0777);
+  std::string log = log_dir.Sub("uids");
+  std::string real_git = RunCommand({"sh", "-c", "command -v git"}).out;
+  real_git.erase(real_git.find_last_not_of('\n') + 1);
+  WriteFile(bin.Sub("git"),
+            "#!/bin/sh\necho \"git $(id -u)\" >> " + log + "\nexec " + real_git + " \"$@\"\n");
+  chmod(bin.Sub("git").c_str(), 0755);
+  std::string recorder = log_dir.Sub("record");
+  WriteFile(recorder, "#!/bin/sh\necho \"hook $(id -u)\" >> " + log + "\n");
+  chmod(recorder.c_str(), 0755);
+  // The attacker's git directory, made anew for each run: a config that names its hooks
+  // and commands of its own.
+  auto make_theirs = [&](const std::string& dir) {
+    WriteFile(dir + "/config", "[core]\n\thooksPath = " + dir +
+                                   "/hooks\n\tfsmonitor = " + recorder + "\n\tpager = " + recorder +
+                                   "\n[diff]\n\texternal = " + recorder + "\n");
+    mkdir((dir + "/hooks").c_str(), 0755);
+    for (const char* hook : {"post-checkout", "reference-transaction", "pre-commit"}) {
+      symlink(recorder.c_str(), (dir + "/hooks/" + hook).c_str());
+    }
+    RunCommand({"chown", "-R", std::to_string(kRunAs) + ":" + std::to_string(kRunAs), dir});
+  };
+  const char* path = getenv("PATH");
+  const RunOptions env =
+      WithEnv({"PATH=" + bin.path() + ":" + (path != nullptr ? path : "/usr/bin:/bin")});
+  const std::string status = shared + "/status.json";
+  const std::string agent =
+      "echo AGENT-RAN; echo done > \"$ATEAM_OUT/result\"; echo more >> "
+      "\"$ATEAM_WORKSPACE/file.txt\"";
+
+  // {what the run-as uid swaps, the write that sets it off}: everything from the clone on,
+  // or one path once the checkout is done (`run` guards the clone) or once the agent wrote
+  // its result (`run` restores the git metadata, harvests, writes the status document).
+  const std::vector<std::pair<std::string, std::string>> variants = {{"", ""},
+                                                                     {".git", "index"},
+                                                                     {".git/config", "index"},
+                                                                     {".git/hooks", "index"},
+                                                                     {".git/HEAD", "index"},
+                                                                     {".git/index", "index"},
+                                                                     {"file.txt", "index"},
+                                                                     {".git", "result"},
+                                                                     {".git/config", "result"},
+                                                                     {".git/hooks", "result"},
+                                                                     {".git/HEAD", "result"},
+                                                                     {"file.txt", "result"}};
+  const char* rounds_env = getenv("SBX_SWAPPER_ROUNDS");
+  const int rounds = rounds_env != nullptr ? std::atoi(rounds_env) : 1;
+  int completed = 0;
+  int refused = 0;
+  int swaps = 0;
+  for (int round = 0; round < rounds; ++round) {
+    for (const auto& [swap, armed_by] : variants) {
+      const std::string variant = swap + " after " + armed_by;
+      SCOPED_TRACE("variant '" + variant + "', round " + std::to_string(round));
+      unlink(status.c_str());
+      TempDir theirs;
+      make_theirs(theirs.path());
+      Tree theirs_before = Snapshot(theirs.path());
+      WriteFile(log, "");
+      chmod(log.c_str(), 0666);
+      Swapper insider({.uid = kRunAs,
+                       .gid = kRunAs,
+                       .watch = {dispatches, shared},
+                       .victim_file = victim_,
+                       .victim_dir = victim_dir,
+                       .theirs_dir = theirs.path(),
+                       .swap_path = swap,
+                       .armed_by = armed_by,
+                       .plant = {}});
+      Swapper stranger({.uid = kOtherUid,
+                        .gid = kOtherUid,
+                        .watch = {dispatches, shared, root_.path()},
+                        .victim_file = victim_,
+                        .victim_dir = victim_dir,
+                        .theirs_dir = victim_dir,
+                        .swap_path = "",
+                        .armed_by = "",
+                        .plant = {"status.json"}});
+      if (!insider.started() || !stranger.started()) {
+        GTEST_SKIP() << "can't switch to uid " << kRunAs << " or " << kOtherUid
+                     << " (not mapped in this user namespace)";
+      }
+      RunResult r = RunAteam(
+          {"--repo", repo_.path(), "--workspace-root", dispatches, "--run-as",
+           std::to_string(kRunAs), "--status-json", status, "--patch", patch_dir.Sub("patch")},
+          {"sh", "-c", agent}, env);
+      SwapperReport inside = insider.Stop();
+      SwapperReport outside = stranger.Stop();
+      swaps += inside.swaps;
+      EXPECT_EQ(outside.swaps, 0) << outside.Describe();
+      // Completed: the agent ran, whatever its exit status. Refused: one line, exit 125.
+      // bwrap resolves bind sources by path: a guarded path swapped between the guard's
+      // look and bwrap's mount fails bwrap's setup, in bwrap's words and with its exit
+      // status 1 (docs/bwrap-compat.md), and the guard then reports what it put back.
+      if (r.out.find("AGENT-RAN") != std::string::npos) {
+        ++completed;
+      } else if (Backend() == "bwrap" && r.exit_code == 1 && r.err.starts_with("bwrap: ")) {
+        ++refused;
+      } else {
+        ++refused;
+        EXPECT_EQ(r.exit_code, 125) << Describe(r) << inside.Describe();
+        EXPECT_EQ(Lines(r.err), 1u) << Describe(r) << inside.Describe();
+      }
+      // The status document is root's own file, never written through the stranger's link.
+      struct stat st {};
+      if (lstat(status.c_str(), &st) == 0 && !S_ISLNK(st.st_mode)) {
+        EXPECT_TRUE(S_ISREG(st.st_mode));
+        EXPECT_EQ(st.st_uid, 0u);
+      }
+      // Root made nothing in the attacker's directory and changed nothing there; only a
+      // link swapped in during the clone has git (as the run-as uid) write through it.
+      for (const auto& [name, value] : Snapshot(theirs.path())) {
+        EXPECT_TRUE(value.starts_with(std::to_string(kRunAs) + ":")) << name << " " << value;
+      }
+      if (!swap.empty()) {
+        EXPECT_EQ(Snapshot(theirs.path()), theirs_before);
+      }
+      std::string uids = ReadFile(log).value_or("");
+      for (size_t start = 0; start < uids.size();) {
+        size_t end = uids.find('\n', start);
+        std::string line = uids.substr(start, end - start);
+        EXPECT_EQ(line.substr(line.find(' ') + 1), std::to_string(kRunAs)) << line;
+        start = end == std::string::npos ? uids.size() : end + 1;
+      }
+      EXPECT_NE(uids.find("git "), std::string::npos) << "the recorder ran";
+      ExpectOutsideUnchanged();
+      EXPECT_EQ(Snapshot(repo_.path()), repo_before);
+      std::cout << "swapper '" << variant << "': exit " << r.exit_code << ", insider "
+                << inside.Describe() << "; stranger " << outside.Describe() << "; " << r.err;
+    }
+  }
+  std::cout << "swapper: " << completed << " runs completed, " << refused << " refused, " << swaps
+            << " swaps won by the run-as uid\n";
+  // The attack is real: the run-as uid replaced entries under run's feet.
+  EXPECT_GT(swaps, 0);
 }
 
 TEST_F(RunHostAttackTest, RouteSocketLoopLeavesABoundedLedger) {

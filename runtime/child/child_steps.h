@@ -21,7 +21,7 @@ inline void Check(const ChildLaunch& launch, Phase phase, int err) noexcept {
 
 // Writes uid_map, then "deny" to setgroups (when asked; required before an unprivileged
 // gid_map, CVE-2014-8989), then gid_map, through `proc_fd` (an O_PATH fd of /proc).
-// detail: 0 = uid_map, 1 = setgroups, 2 = gid_map.
+// detail: a UsernsStep.
 StepResult WriteIdMaps(int proc_fd, IdMapping uid, IdMapping gid, bool deny_setgroups) noexcept;
 
 // Adds 127.0.0.1/8 to lo and brings it up in the new network namespace.
@@ -44,7 +44,7 @@ StepResult JoinPidNamespace(const JoinedNamespaces& joined, int pid_socket) noex
 
 // --userns, right after the go signal: setuid, then setgid, to the ids that differ from
 // the caller's (bwrap's order; without KEEPCAPS a non-zero uid loses the capabilities,
-// exactly as with bwrap). detail: 0 = uid, 1 = gid.
+// exactly as with bwrap). detail: a JoinedIdsStep.
 StepResult SwitchToJoinedIds(const JoinedNamespaces& joined) noexcept;
 
 // `run`: the SelfLimits sysctls (written through `proc_fd`, an O_PATH fd of /proc) and

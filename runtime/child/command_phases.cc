@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/exit_status.h"
 #include "netns/loopback.h"
 #include "runtime/child/child_steps.h"
 #include "security/capabilities.h"
@@ -63,27 +64,19 @@ void EnterWorkingDirectory(const ChildLaunch& launch) {
   launch.envp[launch.pwd_slot] = launch.pwd_entries[chosen];
 }
 
-int TakeLockFiles(const Plan& plan, uint32_t* failed_index) {
+// detail: the index of the lock file that failed.
+StepResult TakeLockFiles(const Plan& plan) {
   for (size_t i = 0; i < plan.lock_files.size(); ++i) {
-    *failed_index = static_cast<uint32_t>(i);
+    const auto index = static_cast<uint32_t>(i);
     int fd = ::open(plan.lock_files[i].c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno;
+    if (fd < 0) return {errno, Stage::kOpenLockFile, index};
     struct flock lock {};
     lock.l_type = F_RDLCK;
     lock.l_whence = SEEK_SET;
-    if (::fcntl(fd, F_SETLK, &lock) != 0) {
-      *failed_index |= 0x80000000U;  // the lock, not the open, failed
-      return errno;
-    }
+    if (::fcntl(fd, F_SETLK, &lock) != 0) return {errno, Stage::kLock, index};
     // The descriptor stays open in pid 1 for the sandbox's lifetime: that is the lock.
   }
-  return 0;
-}
-
-int ExitCodeOf(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 255;
+  return {};
 }
 
 }  // namespace
@@ -130,7 +123,7 @@ void ReaperMain(const Plan& plan, pid_t command_pid, int status_fd) noexcept {
       }
     }
   }
-  ::_exit(ExitCodeOf(command_status));
+  ::_exit(base::ExitCodeFromWaitStatus(command_status));
 }
 
 namespace {
@@ -214,12 +207,7 @@ void RunCommandPhases(const ChildLaunch& launch) noexcept {
   ::umask(022);
   EnterWorkingDirectory(launch);
   if (plan.new_session) Check(launch, Phase::kNewSession, ::setsid() < 0 ? errno : 0);
-  if (!plan.lock_files.empty()) {
-    uint32_t index = 0;
-    if (int err = TakeLockFiles(plan, &index)) {
-      Fail(launch, static_cast<uint32_t>(Phase::kLockFile), {err, Stage::kLock, index});
-    }
-  }
+  if (!plan.lock_files.empty()) Check(launch, Phase::kLockFile, TakeLockFiles(plan));
   if (plan.reaper) {
     pid_t pid = SpawnCommand(launch, programs);
     if (pid < 0) Fail(launch, static_cast<uint32_t>(Phase::kForkReaper), {errno, Stage::kNone});

@@ -37,7 +37,7 @@ enum class Phase : uint32_t {
   kExec,
   // Joined namespaces (--pidns, --userns, --userns2); appended to keep earlier values.
   kJoinPidns,        // detail: JoinPidnsStep
-  kSwitchJoinedIds,  // detail: 0 = setuid, 1 = setgid
+  kSwitchJoinedIds,  // detail: JoinedIdsStep
   kJoinUserns2,
   // The network namespace made beside the mounts (runtime/child/netns_helper.h).
   kCreateNetns,
@@ -52,6 +52,24 @@ enum class JoinPidnsStep : uint32_t {
   kFork,       // "Can't fork for --pidns"
   kUnshare,    // "unshare pid ns" (--pidns with --unshare-pid)
   kSendPid,    // "Can't send pid"
+};
+
+// Which write or call of a user namespace's setup failed (SetupFailure::detail of
+// Phase::kUidMap, kSetgroups, kGidMap and kSecondUserns).
+enum class UsernsStep : uint32_t {
+  kUidMap = 0,         // "setting up uid map"
+  kSetgroups,          // "error writing to setgroups"
+  kGidMap,             // "setting up gid map"
+  kMaxUserNamespaces,  // "cannot open /proc/sys/user/max_user_namespaces" (nested only)
+  kUnshare,            // "unshare user ns" (nested only)
+  kBoundingSet,        // "Dropping capabilities" (nested only)
+};
+
+// Which id switch into a joined --userns failed (SetupFailure::detail of
+// Phase::kSwitchJoinedIds).
+enum class JoinedIdsStep : uint32_t {
+  kSetuid = 0,  // "unable to switch to uid N"
+  kSetgid,      // "unable to switch to gid N"
 };
 
 // Stages inside one op (which part of the op failed); the renderer picks bwrap's text.
@@ -74,6 +92,7 @@ enum class Stage : uint32_t {
   kProcCover,
   kLock,
   kOverlayOverlap,
+  kOpenLockFile,  // --lock-file: opening it ("Unable to open lock file"); kLock: locking it
 };
 
 struct SetupFailure {
@@ -92,5 +111,11 @@ struct StepResult {
   uint32_t detail = 0;
   [[nodiscard]] bool failed() const { return err != 0; }
 };
+
+// A failed step whose detail is one of the enums above.
+template <typename Step>
+constexpr StepResult StepFailed(int err, Step step) {
+  return {err, Stage::kNone, static_cast<uint32_t>(step)};
+}
 
 }  // namespace sbx::runtime

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/socket_message.h"
+#include "base/unique_fd.h"
 #include "runtime/child/child_steps.h"
 #include "runtime/child/mount_api.h"
 #include "security/capabilities.h"
@@ -17,12 +18,10 @@ namespace sbx::runtime::child {
 namespace {
 
 int WriteFileAt(int dir_fd, const char* path, const char* text) {
-  int fd = ::openat(dir_fd, path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
+  base::UniqueFd fd(::openat(dir_fd, path, O_WRONLY | O_CLOEXEC));
+  if (!fd) return errno;
   size_t len = std::strlen(text);
-  int err = ::write(fd, text, len) == static_cast<ssize_t>(len) ? 0 : errno;
-  ::close(fd);
-  return err;
+  return ::write(fd.get(), text, len) == static_cast<ssize_t>(len) ? 0 : errno;
 }
 
 // "inside outside 1\n" without any formatting library.
@@ -57,9 +56,7 @@ int SendOwnPid(int socket_fd) {
 }  // namespace
 
 StepResult JoinPidNamespace(const JoinedNamespaces& joined, int pid_socket) noexcept {
-  auto fail = [](int err, JoinPidnsStep step) {
-    return StepResult{err, Stage::kNone, static_cast<uint32_t>(step)};
-  };
+  auto fail = [](int err, JoinPidnsStep step) { return StepFailed(err, step); };
   if (::setns(*joined.pidns_fd, CLONE_NEWPID) != 0) return fail(errno, JoinPidnsStep::kSetns);
   if (int err = ForkIntermediate()) return fail(err, JoinPidnsStep::kFork);
   if (joined.new_pidns_below) {
@@ -74,21 +71,29 @@ StepResult JoinPidNamespace(const JoinedNamespaces& joined, int pid_socket) noex
 }
 
 StepResult SwitchToJoinedIds(const JoinedNamespaces& joined) noexcept {
-  if (joined.switch_uid && ::setuid(*joined.switch_uid) != 0) return {errno, Stage::kNone, 0};
-  if (joined.switch_gid && ::setgid(*joined.switch_gid) != 0) return {errno, Stage::kNone, 1};
+  if (joined.switch_uid && ::setuid(*joined.switch_uid) != 0) {
+    return StepFailed(errno, JoinedIdsStep::kSetuid);
+  }
+  if (joined.switch_gid && ::setgid(*joined.switch_gid) != 0) {
+    return StepFailed(errno, JoinedIdsStep::kSetgid);
+  }
   return {};
 }
 
 StepResult WriteIdMaps(int proc_fd, IdMapping uid, IdMapping gid, bool deny_setgroups) noexcept {
   char line[64];
   FormatMapLine(line, uid);
-  if (int err = WriteFileAt(proc_fd, "self/uid_map", line)) return {err, Stage::kNone, 0};
+  if (int err = WriteFileAt(proc_fd, "self/uid_map", line)) {
+    return StepFailed(err, UsernsStep::kUidMap);
+  }
   if (deny_setgroups) {
     int err = WriteFileAt(proc_fd, "self/setgroups", "deny");
-    if (err != 0 && err != ENOENT) return {err, Stage::kNone, 1};
+    if (err != 0 && err != ENOENT) return StepFailed(err, UsernsStep::kSetgroups);
   }
   FormatMapLine(line, gid);
-  if (int err = WriteFileAt(proc_fd, "self/gid_map", line)) return {err, Stage::kNone, 2};
+  if (int err = WriteFileAt(proc_fd, "self/gid_map", line)) {
+    return StepFailed(err, UsernsStep::kGidMap);
+  }
   return {};
 }
 
@@ -98,13 +103,13 @@ StepResult EnterSecondUserNamespace(const Plan& plan, int proc_fd) noexcept {
     // The sandbox must not be able to raise this again: it lives in the first-level
     // namespace, which the sandbox only ever sees from inside the nested one.
     if (int err = WriteFileAt(proc_fd, "sys/user/max_user_namespaces", "1")) {
-      return {err, Stage::kNone, 3};
+      return StepFailed(err, UsernsStep::kMaxUserNamespaces);
     }
   }
-  if (::unshare(CLONE_NEWUSER) != 0) return {errno, Stage::kNone, 4};
+  if (::unshare(CLONE_NEWUSER) != 0) return StepFailed(errno, UsernsStep::kUnshare);
   // A new user namespace comes with a full bounding set: trim it again.
   if (int err = security::ApplyCapPlanBounding(plan.caps)) {
-    return {err, Stage::kNone, 5};
+    return StepFailed(err, UsernsStep::kBoundingSet);
   }
   IdMapping uid = ns.second_uid.value_or(IdMapping{plan.sandbox_uid, ns.uid.inside});
   IdMapping gid = ns.second_gid.value_or(IdMapping{plan.sandbox_gid, ns.gid.inside});

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 
+#include "base/unique_fd.h"
+
 namespace sbx::runtime::child {
 
 const char* FormatUnsigned(char* buf, uint64_t value, unsigned base) noexcept {
@@ -24,34 +26,23 @@ const char* FormatUnsigned(char* buf, uint64_t value, unsigned base) noexcept {
 
 int NewMount(const char* fs_type, const FsOption* options, int option_count, uint64_t attr_flags,
              int* out_fd) noexcept {
-  int fs_fd = ::fsopen(fs_type, FSOPEN_CLOEXEC);
-  if (fs_fd < 0) return errno;
+  // Each `return errno` reads errno before the fd is closed (return value first, then the
+  // destructors).
+  base::UniqueFd fs(::fsopen(fs_type, FSOPEN_CLOEXEC));
+  if (!fs) return errno;
   // The "source" column of mountinfo: bwrap's mount(2) calls pass the type there.
-  if (::fsconfig(fs_fd, FSCONFIG_SET_STRING, "source", fs_type, 0) < 0) {
-    int err = errno;
-    ::close(fs_fd);
-    return err;
-  }
+  if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", fs_type, 0) < 0) return errno;
   for (int i = 0; i < option_count; ++i) {
     int rc = options[i].value != nullptr
-                 ? ::fsconfig(fs_fd, FSCONFIG_SET_STRING, options[i].key, options[i].value, 0)
-                 : ::fsconfig(fs_fd, FSCONFIG_SET_FLAG, options[i].key, nullptr, 0);
-    if (rc < 0) {
-      int err = errno;
-      ::close(fs_fd);
-      return err;
-    }
+                 ? ::fsconfig(fs.get(), FSCONFIG_SET_STRING, options[i].key, options[i].value, 0)
+                 : ::fsconfig(fs.get(), FSCONFIG_SET_FLAG, options[i].key, nullptr, 0);
+    if (rc < 0) return errno;
   }
-  if (::fsconfig(fs_fd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0) {
-    int err = errno;
-    ::close(fs_fd);
-    return err;
-  }
-  int mnt = ::fsmount(fs_fd, FSMOUNT_CLOEXEC, static_cast<unsigned>(attr_flags));
-  int err = mnt < 0 ? errno : 0;
-  ::close(fs_fd);
-  if (err == 0) *out_fd = mnt;
-  return err;
+  if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0) return errno;
+  int mnt = ::fsmount(fs.get(), FSMOUNT_CLOEXEC, static_cast<unsigned>(attr_flags));
+  if (mnt < 0) return errno;
+  *out_fd = mnt;
+  return 0;
 }
 
 int CloneTree(int dirfd, const char* path, int* out_fd) noexcept {

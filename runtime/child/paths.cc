@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/syscalls.h"
+#include "base/unique_fd.h"
 
 namespace sbx::runtime::child {
 
@@ -34,6 +35,7 @@ int CreateParentChain(int root_fd, char* buffer, char* end, mode_t mode) {
     *slash = '\0';
     int dir_fd = -1;
     int err = OpenPrefix(root_fd, buffer, &dir_fd);
+    base::UniqueFd dir(dir_fd);
     if (err == ENOENT) {
       char* last = std::strrchr(buffer, '/');
       int parent_fd = -1;
@@ -44,13 +46,11 @@ int CreateParentChain(int root_fd, char* buffer, char* end, mode_t mode) {
       } else {
         err = OpenPrefix(root_fd, "", &parent_fd);
       }
+      base::UniqueFd parent(parent_fd);
       if (err == 0) {
         const char* name = last != nullptr ? last + 1 : buffer;
-        err = (::mkdirat(parent_fd, name, mode) == 0 || errno == EEXIST) ? 0 : errno;
-        ::close(parent_fd);
+        err = (::mkdirat(parent.get(), name, mode) == 0 || errno == EEXIST) ? 0 : errno;
       }
-    } else if (err == 0) {
-      ::close(dir_fd);
     }
     *slash = '/';
     if (err != 0) return err;
@@ -112,15 +112,12 @@ StepResult EnsureDir(int root_fd, const char* path, mode_t parent_mode, mode_t m
   if ((err = MakeParents(root_fd, path, parent_mode, buffer, &parent)) != 0) {
     return {err, Stage::kMakeParents};
   }
+  const base::UniqueFd parent_fd(parent.fd);
   if (::mkdirat(parent.fd, parent.leaf, mode) != 0 && errno != EEXIST) {
-    err = errno;
-    ::close(parent.fd);
-    return {err, Stage::kMakeDir};
+    return {errno, Stage::kMakeDir};
   }
   int fd = ::openat(parent.fd, parent.leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC | O_DIRECTORY);
-  err = fd < 0 ? errno : 0;
-  ::close(parent.fd);
-  if (err != 0) return {err, Stage::kMakeDir};
+  if (fd < 0) return {errno, Stage::kMakeDir};
   *out_fd = fd;
   return {};
 }
@@ -136,18 +133,14 @@ StepResult EnsureFile(int root_fd, const char* path, mode_t parent_mode, mode_t 
   if ((err = MakeParents(root_fd, path, parent_mode, buffer, &parent)) != 0) {
     return {err, Stage::kMakeParents};
   }
-  int created =
-      ::openat(parent.fd, parent.leaf, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (created < 0 && errno != EEXIST) {
-    err = errno;
-    ::close(parent.fd);
-    return {err, Stage::kCreateFile};
+  const base::UniqueFd parent_fd(parent.fd);
+  {
+    const base::UniqueFd created(::openat(
+        parent.fd, parent.leaf, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode));
+    if (!created && errno != EEXIST) return {errno, Stage::kCreateFile};
   }
-  if (created >= 0) ::close(created);
   int fd = ::openat(parent.fd, parent.leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  err = fd < 0 ? errno : 0;
-  ::close(parent.fd);
-  if (err != 0) return {err, Stage::kCreateFile};
+  if (fd < 0) return {errno, Stage::kCreateFile};
   *out_fd = fd;
   return {};
 }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/unique_fd.h"
 #include "runtime/child/child_steps.h"
 #include "runtime/child/mount_api.h"
 
@@ -18,14 +19,12 @@ namespace {
 // the write to a holder of CAP_SYS_RESOURCE there. Counts are charged up the whole chain of
 // user namespaces, so a maximum here bounds what the sandbox can take of its creator's.
 int WriteSysctl(int sys_fd, const SysctlSetting& setting) {
-  int fd = ::openat(sys_fd, setting.name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return errno;
+  base::UniqueFd fd(::openat(sys_fd, setting.name.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return errno;
   char text[24];
   FormatUnsigned(text, setting.value, 10);
   size_t len = std::strlen(text);
-  int err = ::write(fd, text, len) == static_cast<ssize_t>(len) ? 0 : errno;
-  ::close(fd);
-  return err;
+  return ::write(fd.get(), text, len) == static_cast<ssize_t>(len) ? 0 : errno;
 }
 
 // Lowers both limits to at most the ceiling; a caller's lower limit stays as it is.
@@ -42,15 +41,13 @@ int LowerRlimit(const RlimitCeiling& ceiling) {
 
 StepResult ApplySelfLimits(const SelfLimits& limits, int proc_fd) noexcept {
   if (!limits.sysctls.empty()) {
-    int sys_fd = ::openat(proc_fd, "sys", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (sys_fd < 0) return {errno, Stage::kNone, 0};
+    base::UniqueFd sys(::openat(proc_fd, "sys", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!sys) return {errno, Stage::kNone, 0};
     for (size_t i = 0; i < limits.sysctls.size(); ++i) {
-      if (int err = WriteSysctl(sys_fd, limits.sysctls[i])) {
-        ::close(sys_fd);
+      if (int err = WriteSysctl(sys.get(), limits.sysctls[i])) {
         return {err, Stage::kNone, static_cast<uint32_t>(i)};
       }
     }
-    ::close(sys_fd);
   }
   for (size_t i = 0; i < limits.rlimits.size(); ++i) {
     if (int err = LowerRlimit(limits.rlimits[i])) {

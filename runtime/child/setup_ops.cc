@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/unique_fd.h"
 #include "runtime/child/mount_api.h"
 #include "runtime/child/paths.h"
 
@@ -44,8 +45,8 @@ StepResult AttachTree(const SetupContext& ctx, int tree_fd, const std::string& d
           ? EnsureDir(ctx.root_fd, dest.c_str(), kDefaultDirMode, kDefaultDirMode, &dest_fd)
           : EnsureFile(ctx.root_fd, dest.c_str(), kDefaultDirMode, 0444, &dest_fd);
   if (r.failed()) return r;
-  int err = AttachOnFd(tree_fd, dest_fd);
-  ::close(dest_fd);
+  const base::UniqueFd at(dest_fd);
+  int err = AttachOnFd(tree_fd, at.get());
   return {err, err != 0 ? Stage::kMount : Stage::kNone};
 }
 
@@ -69,12 +70,12 @@ StepResult DoBindFd(const SetupContext& ctx, const BindFdOp& op, OpSources& src)
   if (int err = OpenInRoot(ctx.root_fd, op.dest.c_str(), O_PATH, &dest_fd)) {
     return {err, Stage::kIdentity};
   }
+  const base::UniqueFd dest(dest_fd);
   struct stat want {
   }, got{};
-  bool same = ::fstat(op.fd, &want) == 0 && ::fstat(dest_fd, &got) == 0 &&
+  bool same = ::fstat(op.fd, &want) == 0 && ::fstat(dest.get(), &got) == 0 &&
               want.st_dev == got.st_dev && want.st_ino == got.st_ino;
-  ::close(dest_fd);
-  ::close(op.fd);
+  ::close(op.fd);  // the --bind-fd descriptor is used up once mounted
   return same ? StepResult{} : StepResult{EXDEV, Stage::kIdentity};
 }
 

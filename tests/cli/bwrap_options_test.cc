@@ -119,8 +119,11 @@ TEST(BwrapOptionsTest, BindVariants) {
                                {true, false, true},   {false, true, false}, {false, true, true}};
   for (size_t i = 0; i < 6; ++i) {
     const auto& bind = OpAt<runtime::BindOp>(spec, i);
-    EXPECT_EQ(bind.source, "s" + std::to_string(i + 1));
-    EXPECT_EQ(bind.dest, "d" + std::to_string(i + 1));
+    // Appended rather than `"s" + std::to_string(...)`: GCC 12 at -O3 warns falsely
+    // (-Wrestrict) on a literal inserted in front of a temporary string.
+    const std::string n = std::to_string(i + 1);
+    EXPECT_EQ(bind.source, std::string("s").append(n));
+    EXPECT_EQ(bind.dest, std::string("d").append(n));
     EXPECT_EQ(bind.read_only, expected[i][0]) << i;
     EXPECT_EQ(bind.allow_devices, expected[i][1]) << i;
     EXPECT_EQ(bind.skip_missing, expected[i][2]) << i;

@@ -22,9 +22,11 @@ std::string Render(const Plan& plan, uint32_t step, Stage stage, int err, uint32
 }
 
 TEST(FailureMessageTest, OpMessagesAreBwraps) {
-  Plan plan = PlanWith({BindOp{"/nonexistent", "/x"}, DirOp{"/usr/newdir", {}},
-                        RemountRoOp{"/usr/bin"}, SymlinkOp{"/b", "/tmp/l"}, ChmodOp{"/nope", 0755},
-                        FileOp{77, "/tmp/x", {}}, TmpfsOp{"/t", {}, {}}});
+  Plan plan =
+      PlanWith({BindOp{.source = "/nonexistent", .dest = "/x"}, DirOp{.dest = "/usr/newdir"},
+                RemountRoOp{.dest = "/usr/bin"}, SymlinkOp{.target = "/b", .dest = "/tmp/l"},
+                ChmodOp{.path = "/nope", .mode = 0755}, FileOp{.fd = 77, .dest = "/tmp/x"},
+                TmpfsOp{.dest = "/t"}});
   EXPECT_EQ(Render(plan, 0, Stage::kOpenSource, ENOENT),
             "Can't find source path /nonexistent: No such file or directory");
   EXPECT_EQ(Render(plan, 1, Stage::kMakeDir, EROFS),
@@ -54,11 +56,16 @@ TEST(FailureMessageTest, PhaseMessagesAreBwraps) {
             "execvp nosuchcmd: No such file or directory");
   EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kChdir), Stage::kNone, ENOENT),
             "Can't chdir to /nonexistent: No such file or directory");
-  EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kLockFile), Stage::kLock, ENOENT, 0),
+  EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kLockFile), Stage::kOpenLockFile, ENOENT, 0),
             "Unable to open lock file /lock: No such file or directory");
-  EXPECT_EQ(
-      Render(plan, static_cast<uint32_t>(Phase::kLockFile), Stage::kLock, EAGAIN, 0x80000000U),
-      "Unable to lock file /lock: Resource temporarily unavailable");
+  EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kLockFile), Stage::kLock, EAGAIN, 0),
+            "Unable to lock file /lock: Resource temporarily unavailable");
+  EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kSecondUserns), Stage::kNone, EPERM,
+                   static_cast<uint32_t>(UsernsStep::kUnshare)),
+            "unshare user ns: Operation not permitted");
+  EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kUidMap), Stage::kNone, EPERM,
+                   static_cast<uint32_t>(UsernsStep::kSetgroups)),
+            "error writing to setgroups: Operation not permitted");
   EXPECT_EQ(Render(plan, static_cast<uint32_t>(Phase::kAssertUsernsDisabled), Stage::kNone, EEXIST),
             "creation of new user namespaces was not disabled as requested");
 }

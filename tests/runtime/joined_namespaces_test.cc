@@ -26,7 +26,7 @@ using Args = std::vector<std::string>;
 // A minimal spec: ro /usr, --proc, running `true`.
 SandboxSpec SmallSpec() {
   SandboxSpec spec;
-  spec.ops = {BindOp{"/usr", "/usr", true}, ProcOp{"/proc"}};
+  spec.ops = {BindOp{.source = "/usr", .dest = "/usr", .read_only = true}, ProcOp{.dest = "/proc"}};
   spec.env = {"PATH=/usr/bin"};
   spec.command = {"true"};
   return spec;

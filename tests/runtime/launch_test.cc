@@ -47,7 +47,7 @@ class BwrapLaunchTest : public ::testing::Test {
 
   static SandboxSpec Spec(std::vector<std::string> command) {
     SandboxSpec spec;
-    spec.ops = {BindOp{"/", "/", true}};
+    spec.ops = {BindOp{.source = "/", .dest = "/", .read_only = true}};
     spec.env = {"PATH=/usr/bin:/bin"};
     spec.command = std::move(command);
     return spec;
@@ -117,8 +117,8 @@ TEST_F(BwrapLaunchTest, CallerFdsReachBwrapOps) {
   pipe->write_end.reset();
   ASSERT_EQ(::fcntl(pipe->read_end.get(), F_SETFD, 0), 0);  // inherited, as bwrap expects
   SandboxSpec spec = Spec({"cat", "/tmp/f"});
-  spec.ops.emplace_back(TmpfsOp{"/tmp", {}, {}});
-  spec.ops.emplace_back(FileOp{pipe->read_end.get(), "/tmp/f", 0600});
+  spec.ops.emplace_back(TmpfsOp{.dest = "/tmp"});
+  spec.ops.emplace_back(FileOp{.fd = pipe->read_end.get(), .dest = "/tmp/f", .perms = 0600});
   int code = -1;
   EXPECT_EQ(RunCapturingStdout(CompileFor(spec), &code), "hello");
   EXPECT_EQ(code, 0);
@@ -129,7 +129,7 @@ TEST_F(BwrapLaunchTest, UidAndNamespacesApply) {
   spec.unshare_user = spec.unshare_uts = true;
   spec.uid = 1234;
   spec.gid = 4321;
-  spec.ops.emplace_back(SetHostnameOp{"backend-box"});
+  spec.ops.emplace_back(SetHostnameOp{.hostname = "backend-box"});
   int code = -1;
   EXPECT_EQ(RunCapturingStdout(CompileFor(spec), &code), "1234:4321 backend-box\n");
   EXPECT_EQ(code, 0);

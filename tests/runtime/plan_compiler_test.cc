@@ -116,7 +116,7 @@ TEST(PlanCompilerTest, UidOptionChangesTheSandboxIds) {
 
 TEST(PlanCompilerTest, RelativeBindSourcesAreMadeAbsolute) {
   SandboxSpec spec = TypicalSpec();
-  spec.ops = {BindOp{"data", "/data"}};
+  spec.ops = {BindOp{.source = "data", .dest = "/data"}};
   auto plan = CompilePlan(spec, UserHost());
   ASSERT_TRUE(plan);
   EXPECT_EQ(std::get<BindOp>(plan->ops[0]).source, "/home/user/data");

@@ -37,7 +37,7 @@ TEST(BwrapRenderTest, RootWithoutUserNamespaceKeepsItsCapabilities) {
   SandboxSpec spec = TypicalSpec();
   spec.unshare_user_try = false;
   spec.unshare_cgroup_try = false;
-  spec.ops = {BindOp{"/", "/", true}};
+  spec.ops = {BindOp{.source = "/", .dest = "/", .read_only = true}};
   spec.env = {};
   spec.new_session = spec.die_with_parent = false;
   spec.command = {"sh", "-c", "exit 3"};
@@ -55,7 +55,7 @@ TEST(BwrapRenderTest, RootWithUserNamespaceIdsAndCapabilities) {
   spec.cap_changes = {{security::CapChange::Kind::kDrop, std::nullopt},
                       {security::CapChange::Kind::kAdd, CAP_SYS_PTRACE},
                       {security::CapChange::Kind::kAdd, CAP_NET_ADMIN}};
-  spec.ops = {DevOp{"/dev"}};
+  spec.ops = {DevOp{.dest = "/dev"}};
   spec.command = {"id"};
   Plan plan = Compile(spec, RootHost());
   EXPECT_EQ(
@@ -68,7 +68,7 @@ TEST(BwrapRenderTest, UnprivilegedIdsAndEveryCapability) {
   SandboxSpec spec;
   spec.uid = 0;
   spec.gid = 0;
-  spec.ops = {DevOp{"/dev"}};  // nested user namespace: the first mapping is 0 -> 1000
+  spec.ops = {DevOp{.dest = "/dev"}};  // nested user namespace: the first mapping is 0 -> 1000
   spec.cap_changes = {{security::CapChange::Kind::kAdd, std::nullopt}};
   spec.disable_userns = true;
   spec.unshare_user = true;
@@ -98,30 +98,34 @@ Plan EveryOptionPlan() {
   plan.mode = PrivilegeMode::kRoot;
   plan.clone_flags = CLONE_NEWNS | CLONE_NEWUTS;
   plan.ops = {
-      BindOp{"/src", "/a", false, false, false},
-      BindOp{"/src", "/b", true, false, true},
-      BindOp{"/dev", "/dev", false, true, false},
-      BindOp{"/opt", "/opt", false, true, true},
-      BindOp{"/x", "/x", false, false, true},
-      BindFdOp{5, "/fd", false},
-      BindFdOp{6, "/rofd", true},
-      RemountRoOp{"/a"},
-      ProcOp{"/proc"},
-      DevOp{"/dev"},
-      TmpfsOp{"/tmp", 01777, 1048576},
-      TmpfsOp{"/run", {}, {}},
-      MqueueOp{"/dev/mqueue"},
-      DirOp{"/d", 0700},
-      DirOp{"/e", {}},
-      FileOp{7, "/f", 0644},
-      BindDataOp{8, "/g", false, {}},
-      BindDataOp{9, "/h", true, 0400},
-      SymlinkOp{"usr/lib", "/lib"},
-      ChmodOp{"/d", 0750},
-      SetHostnameOp{"box"},
-      OverlayOp{OverlayOp::Mode::kReadWrite, {"/l1", "/l2"}, "/up", "/work", "/o1"},
-      OverlayOp{OverlayOp::Mode::kTemporary, {"/l1"}, "", "", "/o2"},
-      OverlayOp{OverlayOp::Mode::kReadOnly, {"/l1", "/l2"}, "", "", "/o3"},
+      BindOp{.source = "/src", .dest = "/a"},
+      BindOp{.source = "/src", .dest = "/b", .read_only = true, .skip_missing = true},
+      BindOp{.source = "/dev", .dest = "/dev", .allow_devices = true},
+      BindOp{.source = "/opt", .dest = "/opt", .allow_devices = true, .skip_missing = true},
+      BindOp{.source = "/x", .dest = "/x", .skip_missing = true},
+      BindFdOp{.fd = 5, .dest = "/fd"},
+      BindFdOp{.fd = 6, .dest = "/rofd", .read_only = true},
+      RemountRoOp{.dest = "/a"},
+      ProcOp{.dest = "/proc"},
+      DevOp{.dest = "/dev"},
+      TmpfsOp{.dest = "/tmp", .perms = 01777, .size = 1048576},
+      TmpfsOp{.dest = "/run"},
+      MqueueOp{.dest = "/dev/mqueue"},
+      DirOp{.dest = "/d", .perms = 0700},
+      DirOp{.dest = "/e"},
+      FileOp{.fd = 7, .dest = "/f", .perms = 0644},
+      BindDataOp{.fd = 8, .dest = "/g"},
+      BindDataOp{.fd = 9, .dest = "/h", .read_only = true, .perms = 0400},
+      SymlinkOp{.target = "usr/lib", .dest = "/lib"},
+      ChmodOp{.path = "/d", .mode = 0750},
+      SetHostnameOp{.hostname = "box"},
+      OverlayOp{.mode = OverlayOp::Mode::kReadWrite,
+                .lower_sources = {"/l1", "/l2"},
+                .upper = "/up",
+                .work = "/work",
+                .dest = "/o1"},
+      OverlayOp{.mode = OverlayOp::Mode::kTemporary, .lower_sources = {"/l1"}, .dest = "/o2"},
+      OverlayOp{.mode = OverlayOp::Mode::kReadOnly, .lower_sources = {"/l1", "/l2"}, .dest = "/o3"},
   };
   plan.caps.skip_capset = true;
   plan.seccomp_programs = {{0, 0, 0, 0, 0, 0, 0xff, 0x7f}, {}};
@@ -215,7 +219,7 @@ TEST(BwrapRenderTest, ShellQuote) {
 TEST(BwrapRenderTest, CommandLineForDryRun) {
   Plan plan;
   plan.clone_flags = CLONE_NEWNS | CLONE_NEWNET;
-  plan.ops = {BindOp{"/my dir", "/it's", true, false, false}};
+  plan.ops = {BindOp{.source = "/my dir", .dest = "/it's", .read_only = true}};
   plan.env = {"MSG=hello world"};
   plan.seccomp_programs = {{0}};
   plan.exec_file = "sh";

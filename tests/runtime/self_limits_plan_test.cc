@@ -21,7 +21,8 @@ using fixtures::UserHost;
 
 SandboxSpec SpecWithLimits() {
   SandboxSpec spec = TypicalSpec();
-  spec.ops = {DevOp{"/dev", 65536, 64}, TmpfsOp{"/tmp", 01777, 8388608, 1024}};
+  spec.ops = {DevOp{.dest = "/dev", .size = 65536, .nr_inodes = 64},
+              TmpfsOp{.dest = "/tmp", .perms = 01777, .size = 8388608, .nr_inodes = 1024}};
   spec.self_limits.sysctls = {{"user/max_user_namespaces", 0}, {"user/max_inotify_instances", 64}};
   spec.self_limits.rlimits = {{RLIMIT_NPROC, 4096}, {RLIMIT_CORE, 0}};
   return spec;

@@ -34,8 +34,9 @@ inline SandboxSpec TypicalSpec() {
   SandboxSpec spec;
   spec.unshare_user_try = spec.unshare_ipc = spec.unshare_pid = spec.unshare_net = true;
   spec.unshare_uts = spec.unshare_cgroup_try = true;
-  spec.ops = {BindOp{"/usr", "/usr", true}, SymlinkOp{"usr/bin", "/bin"}, ProcOp{"/proc"},
-              DevOp{"/dev"}, TmpfsOp{"/tmp", {}, {}}};
+  spec.ops = {BindOp{.source = "/usr", .dest = "/usr", .read_only = true},
+              SymlinkOp{.target = "usr/bin", .dest = "/bin"}, ProcOp{.dest = "/proc"},
+              DevOp{.dest = "/dev"}, TmpfsOp{.dest = "/tmp"}};
   spec.env = {"HOME=/home/user", "PATH=/usr/bin", "PWD=/old"};
   spec.die_with_parent = spec.new_session = true;
   spec.command = {"true"};
