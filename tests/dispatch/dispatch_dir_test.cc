@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "base/unique_fd.h"
@@ -22,7 +23,9 @@ void Write(const std::string& path, const std::string& text) { std::ofstream(pat
 
 std::string Read(const std::string& path) {
   std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bool Exists(const std::string& path) {
