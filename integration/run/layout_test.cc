@@ -119,7 +119,9 @@ TEST_F(RunLayoutTest, FilesystemVisibilityAndWritability) {
   EXPECT_EQ(Get(r, "root"), "stat: ENOENT");
   // /var is not in the sandbox, unless one of the test's own binds (the probe, in a build
   // tree below /var) made its mount point there.
-  if (!ProbeHostPath().starts_with("/var/")) EXPECT_EQ(Get(r, "var"), "stat: ENOENT");
+  if (!ProbeHostPath().starts_with("/var/")) {
+    EXPECT_EQ(Get(r, "var"), "stat: ENOENT");
+  }
   EXPECT_EQ(Get(r, "hosthome"), "stat: ENOENT");
   EXPECT_EQ(Get(r, "keyctl").rfind("keyctl: E", 0), 0u) << Get(r, "keyctl");
   // /tmp holds only the mount points of what was bound in (all under /tmp here).
