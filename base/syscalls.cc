@@ -1,7 +1,12 @@
 #include "base/syscalls.h"
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 namespace sbx::base {
 
@@ -19,6 +24,21 @@ int OpenAt2(int dirfd, const char* path, const open_how* how) {
 
 int PidfdSendSignal(int pidfd, int sig) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+pid_t ParentPidOf(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/status";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* field = std::strstr(buf, "\nPPid:");
+  return field == nullptr ? -1 : static_cast<pid_t>(std::strtol(field + 6, nullptr, 10));
 }
 
 }  // namespace sbx::base

@@ -30,5 +30,9 @@ pid_t Clone3(Clone3Args* args);
 int PivotRoot(const char* new_root, const char* put_old);
 int OpenAt2(int dirfd, const char* path, const open_how* how);
 int PidfdSendSignal(int pidfd, int sig);
+int PidfdOpen(pid_t pid);
+
+// The parent pid of `pid` (PPid: of /proc/PID/status), or -1 when it cannot be read.
+pid_t ParentPidOf(pid_t pid);
 
 }  // namespace sbx::base

@@ -5,7 +5,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +16,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -87,7 +85,7 @@ class SandboxProcess {
     // Container seccomp profiles answer clone3 with ENOSYS to send callers back to clone.
     if (pid < 0 && errno == ENOSYS) {
       pid = static_cast<pid_t>(::fork());
-      if (pid > 0) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+      if (pid > 0) pidfd = base::PidfdOpen(pid);
     }
     if (pid < 0) return base::ErrnoError("clone3 for the bwrap backend");
     if (pid == 0) {
@@ -162,18 +160,8 @@ class SandboxProcess {
     std::ifstream children(fmt::format("/proc/{}/task/{}/children", bwrap_pid_, bwrap_pid_));
     pid_t child = 0;
     if (!(children >> child) || child <= 0) return {};
-    base::UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
-    std::ifstream status(fmt::format("/proc/{}/stat", child));
-    std::string line;
-    std::getline(status, line);
-    auto close_paren = line.rfind(')');
-    pid_t ppid = 0;
-    if (close_paren != std::string::npos) {
-      std::istringstream rest(line.substr(close_paren + 2));
-      char state = 0;
-      rest >> state >> ppid;
-    }
-    if (ppid != bwrap_pid_) return {};
+    base::UniqueFd fd(base::PidfdOpen(child));
+    if (base::ParentPidOf(child) != bwrap_pid_) return {};
     return fd;
   }
 

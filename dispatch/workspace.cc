@@ -4,7 +4,6 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 
 #include "base/exit_status.h"
 #include "base/safe_path.h"
+#include "base/syscalls.h"
 #include "dispatch/run_as_child.h"
 #include "dispatch/stop_signals.h"
 
@@ -176,7 +176,7 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
     write_end.reset();
     // Both sides set the group, so it exists whichever runs first.
     (void)::setpgid(pid, pid);
-    base::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    base::UniqueFd pidfd(base::PidfdOpen(pid));
     if (stop_fd >= 0 && pidfd) {
       stop_signal = WaitOrStop(pidfd.get(), stop_fd, pid, read_end.get(), &output, 65536);
     }

@@ -18,25 +18,13 @@
 #include <fmt/format.h>
 
 #include "base/socket_message.h"
+#include "base/syscalls.h"
 
 namespace sbx::runtime {
 namespace {
 
 using base::Error;
 using base::UniqueFd;
-
-// The parent pid of `pid` from /proc/PID/status, or -1.
-pid_t ParentOf(pid_t pid) {
-  std::string path = fmt::format("/proc/{}/status", pid);
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return -1;
-  char buf[4096];
-  ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  const char* field = std::strstr(buf, "\nPPid:");
-  return field == nullptr ? -1 : static_cast<pid_t>(std::strtol(field + 6, nullptr, 10));
-}
 
 }  // namespace
 
@@ -91,7 +79,7 @@ void AdoptSandboxProcess(int first_pidfd, pid_t target) {
          errno == EINTR) {
   }
   const pid_t self = ::getpid();
-  while (ParentOf(target) != self) {
+  while (base::ParentPidOf(target) != self) {
     info = {};
     if (::waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) != 0) {
       if (errno == EINTR) continue;

@@ -91,7 +91,7 @@ pid_t CloneChild(const Plan& plan, int* pidfd) {
   if (pid >= 0 || errno != ENOSYS) return pid;
   pid =
       static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
-  if (pid > 0) *pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pid > 0) *pidfd = base::PidfdOpen(pid);
   return pid;
 }
 
@@ -166,7 +166,7 @@ base::Status FollowIntoPidNamespace(const Plan& plan, int socket_fd, int report_
     if (auto child = ReadFailure(report_fd, plan)) text = child->Render() + "\n" + text;
     return Error::Message(text);
   }
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, *pid, 0)));
+  UniqueFd pidfd(base::PidfdOpen(*pid));
   if (!pidfd) return base::ErrnoError("pidfd_open");
   AdoptSandboxProcess(sandbox->pidfd(), *pid);
   sandbox->FollowTo(*pid, std::move(pidfd));
@@ -287,7 +287,7 @@ base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
     fds.netns = std::move(*pair);
   }
   if (plan.die_with_parent) {
-    fds.self_pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+    fds.self_pidfd.reset(base::PidfdOpen(::getpid()));
     if (!fds.self_pidfd) return base::ErrnoError("pidfd_open");
     // The monitor dies with its caller too; the child then dies with the monitor.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);

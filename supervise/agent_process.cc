@@ -1,7 +1,6 @@
 #include "supervise/agent_process.h"
 
 #include <sched.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,7 +117,7 @@ base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, i
   agent.pid = pid;
   if (use_fork) {
     // We are the only one who reaps it, so the pid cannot be recycled before this call.
-    pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    pidfd = base::PidfdOpen(pid);
     if (pidfd < 0) {
       const int err = errno;
       (void)::kill(pid, SIGKILL);

@@ -5,7 +5,6 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,7 +69,7 @@ Check Clone3Check() {
 }
 
 Check PidfdOpenCheck() {
-  base::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  base::UniqueFd pidfd(base::PidfdOpen(::getpid()));
   const std::string fix =
       "kernel 5.3 or newer (or allow pidfd_* in the container's seccomp profile)";
   if (!pidfd) return {"pidfd", CheckStatus::kFail, "pidfd_open: " + ErrnoText(errno), fix};
