@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "base/unique_fd.h"
@@ -21,12 +20,7 @@ constexpr uid_t kNobody = 65534;
 
 void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string Read(const std::string& path) { return ReadWholeFile(path); }
 
 bool Exists(const std::string& path) {
   struct stat st {};

@@ -1,6 +1,7 @@
 // <root>/<id>/status.json: written by `run` through the dispatch directory's fd, read by `ls`;
 // and what `run` does with <id> at the end (the record, or --rm).
 #include "dispatch/dispatch_record.h"
+#include "tests/dispatch/scratch_dir.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -22,28 +23,17 @@ namespace {
 class DispatchRecordTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = "/var/tmp/dispatch-record-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     fd_.reset(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     ASSERT_TRUE(fd_);
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  static std::string Read(const std::string& path) { return ReadWholeFile(path); }
   [[nodiscard]] size_t Entries(const std::string& dir) const {
     size_t n = 0;
     for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
     return n;
   }
-  std::string dir_;
+  ScratchDir scratch_;
+  const std::string& dir_ = scratch_.path();
   base::UniqueFd fd_;
 };
 

@@ -1,4 +1,5 @@
-// A scratch directory for the dispatch tests, 0755 so that a child switched to another uid
+// A scratch directory for the dispatch tests, and a reader for what they leave in it. The
+// directory is 0755 so that a child switched to another uid
 // can reach it: in /tmp when root owns /tmp, else /var/tmp (some machines give /tmp to the
 // overflow uid, and `run` refuses roots below a directory another uid owns).
 #pragma once
@@ -8,6 +9,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace sbx::dispatch {
@@ -34,5 +37,13 @@ class ScratchDir {
  private:
   std::string path_;
 };
+
+// The whole content of a file ("" when it cannot be read).
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 }  // namespace sbx::dispatch

@@ -1,5 +1,6 @@
 // The --status-json file: refused when it is not a regular file, never written through.
 #include "dispatch/status_file.h"
+#include "tests/dispatch/scratch_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,22 +17,9 @@ namespace {
 
 class StatusFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = "/tmp/status-file-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  static std::string Read(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  std::string dir_;
+  static std::string Read(const std::string& path) { return ReadWholeFile(path); }
+  ScratchDir scratch_;
+  const std::string& dir_ = scratch_.path();
 };
 
 TEST_F(StatusFileTest, WritesANewFileRenamedIntoPlace) {
