@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "base/exit_status.h"
 #include "base/syscalls.h"
 #include "dispatch/cgroup.h"
 #include "dispatch/dispatch_announce.h"
@@ -227,25 +228,25 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const SandboxProcess& sandbox
 // is recorded as exited, with its own code; one that died of it (or of the kill after the
 // grace) as interrupted, 128 + the stop signal.
 void RecordExit(const siginfo_t& info, const LoopOutcome& loop, DispatchResult* result) {
+  result->exit_code = base::ExitCodeFromSiginfo(info);
   if (info.si_code == CLD_EXITED) {
-    result->exit_code = info.si_status;
     result->reason = DispatchReason::kExited;
   } else {
-    result->exit_code = 128 + info.si_status;
     result->signal = info.si_status;
     result->reason = DispatchReason::kSignaled;
   }
   if (loop.stop_signal != 0) result->stop_signal = loop.stop_signal;
+  // Died of the stop signal: killed by it, or the supervisor's report of the agent killed
+  // by it (the same 128 + N either way).
   const bool ended_by_stop =
-      loop.killed || (info.si_code == CLD_EXITED && info.si_status == 128 + loop.stop_signal) ||
-      (info.si_code != CLD_EXITED && info.si_status == loop.stop_signal);
+      loop.killed || result->exit_code == base::kSignalExitBase + loop.stop_signal;
   if (loop.timed_out) {
     result->reason = DispatchReason::kTimeout;
     result->exit_code = kTimeoutExit;
   } else if (loop.stop_signal != 0 && ended_by_stop) {
     result->reason = DispatchReason::kInterrupted;
     result->signal = loop.stop_signal;
-    result->exit_code = 128 + loop.stop_signal;
+    result->exit_code = base::kSignalExitBase + loop.stop_signal;
   }
 }
 
@@ -292,7 +293,7 @@ DispatchCgroupSetup SetUpCgroup(const DispatchRequest& request, const std::strin
 // After the sandbox: an agent the OOM killer ended in the dispatch's cgroup is reported as
 // such; the cgroup goes.
 void RecordOomAndRemove(DispatchCgroup* cgroup, uint64_t memory, DispatchResult* result) {
-  if (result->exit_code == 128 + SIGKILL && cgroup->OomKills() > 0) {
+  if (result->exit_code == base::kSignalExitBase + SIGKILL && cgroup->OomKills() > 0) {
     result->reason = DispatchReason::kOom;
     result->error = fmt::format(
         "out of memory: the sandbox reached --memory {} bytes and the kernel killed it", memory);
@@ -541,7 +542,7 @@ base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
   result->stop_signal = sig;
   result->signal = sig;
   result->reason = DispatchReason::kInterrupted;
-  result->exit_code = 128 + sig;
+  result->exit_code = base::kSignalExitBase + sig;
   result->error =
       fmt::format("interrupted by {} before the agent started: nothing ran", StopSignalName(sig));
   return {};
