@@ -28,6 +28,7 @@
 #include "dispatch/dry_run.h"
 #include "dispatch/git_guard.h"
 #include "dispatch/harvest.h"
+#include "dispatch/identity/dispatch_identity.h"
 #include "dispatch/landlock_plan.h"
 #include "dispatch/layout.h"
 #include "dispatch/limits.h"
@@ -104,14 +105,20 @@ class SandboxProcess {
         }
       }
       // bwrap cannot map the sandbox onto another host uid, so for a root caller it runs
-      // as the run-as user itself: the sandbox is then that user, never host root.
-      if (plan.userns && plan.userns->written_by_parent &&
-          (::setgroups(0, nullptr) != 0 ||
-           ::setresgid(plan.sandbox_gid, plan.sandbox_gid, plan.sandbox_gid) != 0 ||
-           ::setresuid(plan.sandbox_uid, plan.sandbox_uid, plan.sandbox_uid) != 0)) {
-        fmt::print(stderr, "ateam-sandbox run: can't switch to uid {}: {}\n", plan.sandbox_uid,
-                   std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
-        ::_exit(kRuntimeFailureExit);
+      // as the run-as (or leased) host user itself: the sandbox is then that user, never
+      // host root, and the user namespace bwrap makes is that uid's alone. Inside, bwrap's
+      // --uid/--gid give the agent its ids (bwrap_render.cc).
+      if (plan.userns && plan.userns->written_by_parent) {
+        const uid_t uid = plan.userns->uid.outside;
+        const gid_t gid = plan.userns->gid.outside;
+        if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
+            ::setresuid(uid, uid, uid) != 0) {
+          fmt::print(stderr, "ateam-sandbox run: can't switch to uid {}: {}\n", uid,
+                     std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
+          ::_exit(kRuntimeFailureExit);
+        }
+        // Credentials changed: the parent-death signal was cleared; set it again.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       }
       // The rlimits that hold across bwrap's exec and mean the same there (RLIMIT_NPROC
       // would count the caller's processes outside the sandbox too).
@@ -307,6 +314,9 @@ struct ResolvedRequest {
   DispatchRequest request;  // its paths made absolute
   std::vector<relay::Route> routes;
   std::optional<runtime::SandboxSpec::HostIds> run_as;
+  // The agent's ids inside when they differ from run_as (a leased identity keeps the same
+  // inside ids whatever its host ids are: dispatch/identity/dispatch_identity.h).
+  std::optional<runtime::SandboxSpec::HostIds> inside_ids;
   std::vector<std::string> host_env;
   AgentInstall agent;
   DispatchLimits limits;
@@ -446,7 +456,9 @@ base::Result<SandboxPlan> PlanSandbox(const ResolvedRequest& r, const DispatchDi
                           .seccomp_program = r.seccomp,
                           .agent_bin_dir = r.agent.bin_dir,
                           .landlock_args = LandlockSupervisorArgs(*landlock)};
-  paths.sandbox_user = SandboxUserName(r.run_as ? r.run_as->uid : r.host.uid);
+  paths.sandbox_user = SandboxUserName(r.inside_ids ? r.inside_ids->uid
+                                       : r.run_as   ? r.run_as->uid
+                                                    : r.host.uid);
   services.files.AddTo(paths);
   if (services.tty) {
     paths.tty_socket = services.tty->socket_path();
@@ -471,6 +483,10 @@ base::Result<SandboxPlan> PlanSandbox(const ResolvedRequest& r, const DispatchDi
   if (!spec) return spec.error();
   if (guard != nullptr) guard->AddBinds(*spec);
   spec->run_as = r.run_as;
+  if (r.inside_ids) {
+    spec->uid = r.inside_ids->uid;
+    spec->gid = r.inside_ids->gid;
+  }
   ApplyLimitsToSpec(r.limits, &*spec);
   const bool bwrap_backend = request.backend == DispatchBackend::kBwrap;
   // bwrap cannot write the sandbox's sysctls; its own --disable-userns is the second layer
@@ -558,6 +574,19 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   const ResolvedRequest& r = *resolved;
   const DispatchRequest& request = r.request;
   if (request.dry_run) return DryRun(r, self_exe, result);
+  // A root caller's sandbox gets host ids of its own, leased before anything is created
+  // and held until this run ends (dispatch/identity/lease.h).
+  std::optional<IdLease> lease;
+  if (WantsLeasedIdentity(given, resolved->host, resolved->run_as)) {
+    auto identity = LeaseDispatchIdentity(resolved->host, result->id,
+                                          LeaseHoldPaths(resolved->request, result->id));
+    if (!identity) return identity.error();
+    if (*identity) {
+      resolved->run_as = (*identity)->host;
+      resolved->inside_ids = (*identity)->inside;
+      lease = std::move((*identity)->lease);
+    }
+  }
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
   int stopped_by = 0;
