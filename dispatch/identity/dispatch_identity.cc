@@ -9,7 +9,11 @@ namespace sbx::dispatch {
 std::vector<std::string> LeaseHoldPaths(const DispatchRequest& request, const std::string& id) {
   auto dirs = PlanDispatchDirs(request, id, /*root_caller=*/true);
   if (!dirs) return {};
-  return {dirs->workspace, dirs->out};
+  // A given directory holds the lease only once it is lent (hand_back.h).
+  std::vector<std::string> paths;
+  if (!request.workspace) paths.push_back(dirs->workspace);
+  if (!request.out) paths.push_back(dirs->out);
+  return paths;
 }
 
 bool WantsLeasedIdentity(const DispatchRequest& request, const runtime::HostFacts& host,

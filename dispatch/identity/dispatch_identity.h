@@ -23,8 +23,8 @@ struct DispatchIdentity {
   runtime::SandboxSpec::HostIds inside{};  // what the agent sees as its own ids
 };
 
-// The paths that hold the lease: the workspace and out dir the dispatch will use (made in
-// <root>/<id> or given), by name, before any exists.
+// The paths that hold the lease from the start: the workspace and out dir the dispatch
+// will make in <root>/<id>, by name, before they exist.
 std::vector<std::string> LeaseHoldPaths(const DispatchRequest& request, const std::string& id);
 
 // True when this dispatch gets a leased identity: a root caller, no --run-as, and the

@@ -68,7 +68,7 @@ base::Result<base::UniqueFd> OpenLeaseDir(const std::string& dir, uid_t owner, b
   while (const dirent* entry = ::readdir(listing.get())) {
     const std::string name = entry->d_name;
     if (name == "." || name == "..") continue;
-    const std::string path = dir + "/" + name;
+    const std::string path = fmt::format("{}/{}", dir, name);
     if (!LeaseFileUid(name)) return Tampered(path, "is not a lease file");
     struct stat st {};
     if (::fstatat(fd->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -225,7 +225,7 @@ base::Result<std::vector<LeaseInfo>> ListLeases(const std::string& dir, uid_t ow
     if (!LeaseFileUid(name)) continue;
     auto file = base::OpenBeneath(fd->get(), name, O_RDONLY);
     if (!file) continue;  // released and removed meanwhile
-    auto text = ReadAll(file->get(), dir + "/" + name);
+    auto text = ReadAll(file->get(), fmt::format("{}/{}", dir, name));
     if (!text) return text.error();
     LeaseInfo info = ParseLeaseRecord(*text);
     info.uid = *LeaseFileUid(name);
