@@ -1,5 +1,6 @@
 #include "dispatch/dispatch.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -141,6 +142,12 @@ class SandboxProcess {
   }
 
   [[nodiscard]] int pidfd() const { return native_ ? native_->pidfd() : bwrap_pidfd_.get(); }
+  // A pidfd of the sandbox's supervisor as it is now (relay/peer_check.h): the first process
+  // natively, bwrap's child under bwrap (none while bwrap has not forked it yet).
+  [[nodiscard]] base::UniqueFd SupervisorPidfd() const {
+    if (!native_) return BwrapChildPidfd();
+    return base::UniqueFd(::fcntl(native_->pidfd(), F_DUPFD_CLOEXEC, 3));
+  }
   // SIGKILL goes to the first process: the sandbox dies with it. Other signals are for the
   // supervisor, which passes them to the agent; under bwrap that is bwrap's only child
   // (the sandbox's pid 1, --as-pid-1), since bwrap itself passes nothing on.
@@ -376,6 +383,7 @@ struct HostServices {
   base::UniqueFd hosts_fd;
   SandboxFiles files;               // the credentials' copy, /etc/resolv.conf
   std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
+  relay::PeerGate gate;             // the channels adopt only the supervisor (set once it runs)
 
   base::Status Start(const ResolvedRequest& r, const std::string& id) {
     // A root caller's state directory is its own, under /run (root's, so nobody can block
@@ -403,8 +411,8 @@ struct HostServices {
     if (!made_loop) return made_loop.error();
     loop = std::move(*made_loop);
     if (r.run_as) socket_owner = r.run_as->uid;
-    relay::HostRelayOptions options{
-        state_dir->path(), r.routes, {}, r.request.ledger.value_or(""), socket_owner};
+    relay::HostRelayOptions options{state_dir->path(), r.routes, {}, r.request.ledger.value_or(""),
+                                    socket_owner,      &gate};
     auto relays = relay::HostRelay::Create(loop.get(), options);
     if (!relays) {
       // When it is the preset's endpoint that failed, say how to go without it.
@@ -428,6 +436,7 @@ struct HostServices {
       auto session = TtySession::Create(loop.get(), state_dir->path(), socket_owner);
       if (!session) return session.error();
       tty = std::move(*session);
+      tty->SetPeerGate(&gate);
     }
     return {};
   }
@@ -647,6 +656,9 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   }
   // The agent may write from now on: what it leaves is the caller's, whatever follows.
   cleanup.Keep();
+  // From now on the channels have a supervisor to check their peers against.
+  services.gate.Expect([&sandbox] { return sandbox->SupervisorPidfd(); },
+                       r.run_as ? r.run_as->uid : ::geteuid());
   services.hosts_fd.reset();
   if (tty) {
     if (auto st = tty->Start(); !st) return st;
