@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "dispatch/prepare.h"
+#include "dispatch/host/prepare.h"
 
 namespace sbx::dispatch {
 

@@ -11,7 +11,7 @@
 
 #include "base/error.h"
 #include "dispatch/identity/lease.h"
-#include "dispatch/request.h"
+#include "dispatch/request/request.h"
 #include "runtime/host_facts.h"
 #include "runtime/spec.h"
 

@@ -11,7 +11,7 @@
 
 #include "base/error.h"
 #include "dispatch/identity/lease.h"
-#include "dispatch/prepare.h"
+#include "dispatch/host/prepare.h"
 
 namespace sbx::dispatch {
 
