@@ -70,6 +70,20 @@ double MsSince(Clock::time_point start) {
 // The sandbox, whichever backend built it: its first process and how to wait for it.
 class SandboxProcess {
  public:
+  SandboxProcess() = default;
+  SandboxProcess(SandboxProcess&&) noexcept = default;
+  SandboxProcess& operator=(SandboxProcess&&) = delete;
+  SandboxProcess(const SandboxProcess&) = delete;
+  SandboxProcess& operator=(const SandboxProcess&) = delete;
+  // A run that ends early (an error after the start) takes the bwrap sandbox with it, as
+  // StartedSandbox does natively: nothing of the leased uid outlives `run`'s hand-back.
+  ~SandboxProcess() {
+    if (native_ || !bwrap_pidfd_ || bwrap_reaped_) return;
+    base::PidfdSendSignal(bwrap_pidfd_.get(), SIGKILL);
+    siginfo_t info{};
+    ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(bwrap_pidfd_.get()), &info, WEXITED);
+  }
+
   static base::Result<SandboxProcess> Start(const runtime::Plan& plan,
                                             const DispatchRequest& request) {
     SandboxProcess p;
@@ -166,6 +180,7 @@ class SandboxProcess {
     siginfo_t info{};
     ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd()), &info, WEXITED);
     if (native_) native_->MarkReaped();
+    bwrap_reaped_ = true;
     return info;
   }
 
@@ -184,6 +199,7 @@ class SandboxProcess {
   std::optional<runtime::StartedSandbox> native_;
   base::UniqueFd bwrap_pidfd_;
   pid_t bwrap_pid_ = 0;
+  bool bwrap_reaped_ = false;
 };
 
 struct LoopOutcome {

@@ -121,7 +121,7 @@ std::string LeasedUid(const std::string& record) {
 }
 
 std::string DispatchId(const std::string& status_json) {
-  const std::string key = "\"dispatch_id\": \"";
+  const std::string key = R"("dispatch_id": ")";
   auto at = status_json.find(key);
   return at == std::string::npos ? "" : status_json.substr(at + key.size(), 12);
 }
