@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The containerd engine tier: Debian's containerd and runc, started here with their own
+# root, state and socket directories (never the system service), run the image of
+# build-image.sh in the four shapes a Kubernetes pod can have:
+#   default    ctr's default OCI spec: masked and read-only /proc paths, Docker's capabilities
+#   seccomp    the same with containerd's default seccomp profile (ctr run --seccomp)
+#   unmasked   the default spec with oci/unmasked-proc.json (procMount: Unmasked)
+#   userns     unmasked, in a user namespace mapping 0 -> 100000, 65536 ids (hostUsers: false)
+# Each container shares the host's network namespace (ctr --net-host), so the tunnel's
+# relay reaches the echo server this script runs on the host's loopback.
+#   integration/engines/containerd-tier.sh BUILD_DIR WORK_DIR
+# For each shape the results (in-container.sh's lines, the sandbox's lines, the status
+# document's) must equal expected/SHAPE.txt; prints one line per shape and exits 1 on any
+# difference. Exit 77: this machine cannot run containerd (the caller records the skip).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(cd "$1" && pwd)
+work=$2
+wait_s=${SBX_ENGINE_TIMEOUT:-120}
+
+say() { echo "containerd-tier: $*"; }
+[[ $(id -u) -eq 0 ]] || { say "SKIP: needs root to start containerd"; exit 77; }
+for tool in containerd ctr runc socat python3; do
+  command -v "$tool" >/dev/null || { say "SKIP: $tool is not installed (scripts/install-engines.sh)"; exit 77; }
+done
+
+mkdir -p "$work"
+sock="$work/containerd.sock"
+# Every ctr call is bounded: a hung daemon or shim fails the tier instead of stalling CI.
+ctr=(timeout 60 ctr --address "$sock" --namespace sbx-engines)
+containerd_pid=
+echo_pid=
+cleanup() {
+  # Whatever a failed shape left: its task and container, then the daemons.
+  local id
+  if [[ -S "$sock" ]]; then
+    for id in $("${ctr[@]}" containers list --quiet 2>/dev/null); do
+      "${ctr[@]}" tasks kill --signal KILL "$id" >/dev/null 2>&1 || true
+      "${ctr[@]}" tasks delete --force "$id" >/dev/null 2>&1 || true
+      "${ctr[@]}" containers delete "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  [[ -n "$echo_pid" ]] && kill "$echo_pid" 2>/dev/null || true
+  if [[ -n "$containerd_pid" ]]; then
+    kill "$containerd_pid" 2>/dev/null || true
+    timeout 10 tail --pid="$containerd_pid" -f /dev/null || kill -KILL "$containerd_pid" 2>/dev/null || true
+  fi
+  # runc's state and the shims' mounts live below $work; nothing of it may stay mounted.
+  { grep -o " $work/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  return 0
+}
+trap cleanup EXIT
+
+cat >"$work/config.toml" <<TOML
+version = 2
+root = "$work/root"
+state = "$work/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[debug]
+  address = ""
+[plugins."io.containerd.runtime.v1.linux"]
+  runtime_root = "$work/runc"
+TOML
+containerd --config "$work/config.toml" >"$work/containerd.log" 2>&1 &
+containerd_pid=$!
+if ! timeout 30 sh -c "until ctr --address '$sock' version >/dev/null 2>&1; do sleep 0.2; done"; then
+  say "FAILED: containerd did not answer on $sock within 30 s"; tail -20 "$work/containerd.log" >&2; exit 1
+fi
+say "containerd $(ctr --address "$sock" version | sed -n 's/^ *Version: *//p' | tail -1), runc $(runc --version | sed -n 's/^runc version //p')"
+
+# The upstream of the dispatch's route: an echo server on the host's loopback.
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" EXEC:cat &
+echo_pid=$!
+
+"$here/build-image.sh" "$build" "$work/image"
+
+# The ctr flags of each shape (the fragments are applied to the spec ctr generates).
+shape_flags() {
+  case $1 in
+    default | unmasked) ;;
+    seccomp) echo --seccomp ;;
+    userns) ;;
+  esac
+}
+shape_fragments() {
+  case $1 in
+    unmasked) echo "$here/oci/unmasked-proc.json" ;;
+    userns) echo "$here/oci/unmasked-proc.json $here/oci/userns.json" ;;
+  esac
+}
+
+# Runs shape $1; its results go to $work/$1/results.txt.
+run_shape() {
+  local shape=$1 dir="$work/$1" rootfs="$work/image"
+  mkdir -p "$dir/dispatches"
+  if [[ $shape == userns ]]; then
+    # What a remapping snapshotter does to an image: its files belong to the mapped ids.
+    rootfs="$dir/image"
+    cp -a "$work/image" "$rootfs"
+    chown -R 100000:100000 "$rootfs" "$dir/dispatches"
+  fi
+  # ctr generates the spec of the shape's flags; a container that only sleeps shows it.
+  # shellcheck disable=SC2046  # the flags are words
+  "${ctr[@]}" run --detach --rootfs --net-host $(shape_flags "$shape") \
+    --mount "type=bind,src=$dir/dispatches,dst=/dispatches,options=rbind:rw" \
+    "$rootfs" "spec-$shape" /bin/sleep 60 >/dev/null
+  "${ctr[@]}" containers info --spec "spec-$shape" >"$dir/ctr-spec.json"
+  "${ctr[@]}" tasks kill --signal KILL "spec-$shape" >/dev/null
+  "${ctr[@]}" tasks delete --force "spec-$shape" >/dev/null 2>&1 || true
+  "${ctr[@]}" containers delete "spec-$shape"
+  # shellcheck disable=SC2046
+  "$here/merge-spec.py" "$dir/ctr-spec.json" "$dir/spec.json" $(shape_fragments "$shape") \
+    -- /bin/sh /usr/share/engines/in-container.sh "$port"
+  local rc=0
+  timeout "$wait_s" ctr --address "$sock" --namespace sbx-engines run --rm --config "$dir/spec.json" "shape-$shape" \
+    >"$dir/container.out" 2>"$dir/container.err" || rc=$?
+  {
+    echo "container-exit $rc"
+    cat "$dir/container.out"
+    local d="$dir/dispatches"
+    # doctor's lines that name a setting to change
+    grep -E '^FAIL (proc|seccomp-filter):' "$d/doctor.txt" | sed 's/^/doctor: /' || true
+    [[ -s "$d/run.err" ]] && sed 's/^/run-err: /' "$d/run.err"
+    [[ -s "$d/run.out" ]] && sed 's/^/sandbox: /' "$d/run.out"
+    if [[ -f "$d/status.json" ]]; then
+      python3 - "$d/status.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("status: exit_code", s.get("exit_code"), "reason", s.get("reason"))
+PY
+    else
+      echo "status: none"
+    fi
+    [[ -d "$d/out" ]] && echo "out-dir: present" || echo "out-dir: none"
+  } >"$dir/results.txt"
+}
+
+failed=0
+for shape in default seccomp unmasked userns; do
+  run_shape "$shape" || { say "FAILED: shape $shape: the tier itself failed (see $work/$shape)"; failed=1; continue; }
+  # '#' lines of the expected files are comments.
+  if diff -u <(grep -v '^#' "$here/expected/$shape.txt") "$work/$shape/results.txt" >"$work/$shape/diff.txt"; then
+    say "shape $shape: $(grep -E '^(run-exit|doctor-exit)' "$work/$shape/results.txt" | tr '\n' ' ')as expected"
+  else
+    say "FAILED: shape $shape differs from integration/engines/expected/$shape.txt:"
+    cat "$work/$shape/diff.txt"
+    sed 's/^/  doctor| /' "$work/$shape/dispatches/doctor.txt" 2>/dev/null || true
+    sed 's/^/  ctr| /' "$work/$shape/container.err" || true
+    failed=1
+  fi
+done
+exit "$failed"

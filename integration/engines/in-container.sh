@@ -1,0 +1,19 @@
+#!/bin/sh
+# The container's process in the engine tier (busybox sh, as uid 0 of the container):
+#   /usr/share/engines/in-container.sh PORT
+# Runs `ateam-sandbox doctor`, then one dispatch that clones /image/repo, reaches the host's
+# loopback server on PORT through the tunnel as api.example.test:443, and runs the escape
+# checks (in-sandbox.sh) inside the sandbox. Everything lands in /dispatches, the bind
+# mount the tier reads back; the lines on stdout are the tier's results.
+port=$1
+d=/dispatches
+# The agent (uid 65534 of the container) writes the out dir: it is created for it.
+mkdir -p $d/out && chown 65534:65534 $d/out
+ateam-sandbox doctor >$d/doctor.txt 2>&1
+echo "doctor-exit $?"
+sed -n 's/^FAIL \([^:]*\):.*/doctor-fail \1/p' $d/doctor.txt
+ateam-sandbox run --repo /image/repo --workspace-root $d/root --out $d/out \
+  --status-json $d/status.json --allow "api.example.test=127.0.0.1:$port,tcp" \
+  -- sh /usr/share/engines/in-sandbox.sh "$port" >$d/run.out 2>$d/run.err
+echo "run-exit $?"
+echo "run-err-lines $(wc -l <$d/run.err)"
