@@ -27,10 +27,12 @@ for exe in "$build/ateam-sandbox" "$build/integration/probe" "$build/integration
 done
 # git: the one executable is every builtin, upload-pack included (a local clone runs it).
 install -m 0755 /usr/bin/git "$root/usr/bin/git"
+# util-linux setpriv (busybox's cannot change ids), for masked-proc.sh.
+install -m 0755 /usr/bin/setpriv "$root/usr/bin/setpriv"
 ln -s ../../bin/git "$root/usr/lib/git-core/git-upload-pack"
 ln -s ../../bin/git "$root/usr/lib/git-core/git"
 # The shared libraries of the dynamic ones, at the paths the loader looks them up.
-for exe in /usr/bin/git "$build/integration/run/run_netclient"; do
+for exe in /usr/bin/git /usr/bin/setpriv "$build/integration/run/run_netclient"; do
   ldd "$exe" | grep -o '/[^ ]*'
 done | sort -u | while read -r lib; do
   mkdir -p "$root$(dirname "$lib")"
@@ -42,7 +44,7 @@ printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 : >"$root/etc/hosts"
 : >"$root/etc/resolv.conf"
 
-install -m 0755 "$here/in-container.sh" "$here/in-sandbox.sh" "$root/usr/share/engines/"
+install -m 0755 "$here/in-container.sh" "$here/in-sandbox.sh" "$here/masked-proc.sh" "$root/usr/share/engines/"
 
 git_c=(git -c user.name=engines -c user.email=engines@example.invalid -c init.defaultBranch=main)
 "${git_c[@]}" init -q "$root/image/repo"

@@ -6,6 +6,8 @@
 #   seccomp    the same with containerd's default seccomp profile (ctr run --seccomp)
 #   unmasked   the default spec with oci/unmasked-proc.json (procMount: Unmasked)
 #   userns     unmasked, in a user namespace mapping 0 -> 100000, 65536 ids (hostUsers: false)
+# and, in the default shape, masked-proc.sh: what a sandbox without a fresh /proc would
+# expose (shape "masked-proc").
 # Each container shares the host's network namespace (ctr --net-host), so the tunnel's
 # relay reaches the echo server this script runs on the host's loopback.
 #   integration/engines/containerd-tier.sh BUILD_DIR WORK_DIR
@@ -82,7 +84,7 @@ echo_pid=$!
 # The ctr flags of each shape (the fragments are applied to the spec ctr generates).
 shape_flags() {
   case $1 in
-    default | unmasked) ;;
+    default | unmasked | masked-proc) ;;
     seccomp) echo --seccomp ;;
     userns) ;;
   esac
@@ -91,6 +93,14 @@ shape_fragments() {
   case $1 in
     unmasked) echo "$here/oci/unmasked-proc.json" ;;
     userns) echo "$here/oci/unmasked-proc.json $here/oci/userns.json" ;;
+  esac
+}
+
+# The container's command in shape $1.
+shape_command() {
+  case $1 in
+    masked-proc) echo /bin/sh /usr/share/engines/masked-proc.sh ;;
+    *) echo /bin/sh /usr/share/engines/in-container.sh "$port" ;;
   esac
 }
 
@@ -115,7 +125,7 @@ run_shape() {
   "${ctr[@]}" containers delete "spec-$shape"
   # shellcheck disable=SC2046
   "$here/merge-spec.py" "$dir/ctr-spec.json" "$dir/spec.json" $(shape_fragments "$shape") \
-    -- /bin/sh /usr/share/engines/in-container.sh "$port"
+    -- $(shape_command "$shape")
   local rc=0
   timeout "$wait_s" ctr --address "$sock" --namespace sbx-engines run --rm --config "$dir/spec.json" "shape-$shape" \
     >"$dir/container.out" 2>"$dir/container.err" || rc=$?
@@ -141,7 +151,7 @@ PY
 }
 
 failed=0
-for shape in default seccomp unmasked userns; do
+for shape in default seccomp unmasked userns masked-proc; do
   run_shape "$shape" || { say "FAILED: shape $shape: the tier itself failed (see $work/$shape)"; failed=1; continue; }
   # '#' lines of the expected files are comments.
   if diff -u <(grep -v '^#' "$here/expected/$shape.txt") "$work/$shape/results.txt" >"$work/$shape/diff.txt"; then
