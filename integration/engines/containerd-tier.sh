@@ -134,7 +134,7 @@ run_shape() {
     cat "$dir/container.out"
     local d="$dir/dispatches"
     # doctor's lines that name a setting to change
-    grep -E '^FAIL (proc|seccomp-filter):' "$d/doctor.txt" | sed 's/^/doctor: /' || true
+    grep -E '^FAIL (proc|seccomp-filter):' "$d/doctor.txt" 2>/dev/null | sed 's/^/doctor: /' || true
     [[ -s "$d/run.err" ]] && sed 's/^/run-err: /' "$d/run.err"
     [[ -s "$d/run.out" ]] && sed 's/^/sandbox: /' "$d/run.out"
     if [[ -f "$d/status.json" ]]; then
