@@ -6,6 +6,7 @@
 #   seccomp    the same with containerd's default seccomp profile (ctr run --seccomp)
 #   unmasked   the default spec with oci/unmasked-proc.json (procMount: Unmasked)
 #   userns     unmasked, in a user namespace mapping 0 -> 100000, 65536 ids (hostUsers: false)
+#   non-root   unmasked, the process as uid 1000 (runAsUser: 1000): an unprivileged caller
 # and, in the default shape, masked-proc.sh: what a sandbox without a fresh /proc would
 # expose (shape "masked-proc").
 # Each container shares the host's network namespace (ctr --net-host), so the tunnel's
@@ -84,7 +85,7 @@ echo_pid=$!
 # The ctr flags of each shape (the fragments are applied to the spec ctr generates).
 shape_flags() {
   case $1 in
-    default | unmasked | masked-proc) ;;
+    default | unmasked | non-root | masked-proc) ;;
     seccomp) echo --seccomp ;;
     userns) ;;
   esac
@@ -93,6 +94,7 @@ shape_fragments() {
   case $1 in
     unmasked) echo "$here/oci/unmasked-proc.json" ;;
     userns) echo "$here/oci/unmasked-proc.json $here/oci/userns.json" ;;
+    non-root) echo "$here/oci/unmasked-proc.json $here/oci/non-root.json" ;;
   esac
 }
 
@@ -114,6 +116,7 @@ run_shape() {
     cp -a "$work/image" "$rootfs"
     chown -R 100000:100000 "$rootfs" "$dir/dispatches"
   fi
+  [[ $shape != non-root ]] || chown 1000:1000 "$dir/dispatches"
   # ctr generates the spec of the shape's flags; a container that only sleeps shows it.
   # shellcheck disable=SC2046  # the flags are words
   "${ctr[@]}" run --detach --rootfs --net-host $(shape_flags "$shape") \
@@ -151,7 +154,7 @@ PY
 }
 
 failed=0
-for shape in default seccomp unmasked userns masked-proc; do
+for shape in default seccomp unmasked userns non-root masked-proc; do
   run_shape "$shape" || { say "FAILED: shape $shape: the tier itself failed (see $work/$shape)"; failed=1; continue; }
   # '#' lines of the expected files are comments.
   if diff -u <(grep -v '^#' "$here/expected/$shape.txt") "$work/$shape/results.txt" >"$work/$shape/diff.txt"; then
