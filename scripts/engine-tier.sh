@@ -16,6 +16,7 @@ engines="$repo/integration/engines"
 
 work=$(mktemp -d /var/tmp/sbx-engines.XXXXXX)
 chmod 0755 "$work"
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   if [[ -n "${SBX_ENGINE_KEEP:-}" ]]; then
     echo "engine-tier: kept $work"

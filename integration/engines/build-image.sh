@@ -44,7 +44,8 @@ printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 : >"$root/etc/hosts"
 : >"$root/etc/resolv.conf"
 
-install -m 0755 "$here/in-container.sh" "$here/in-sandbox.sh" "$here/masked-proc.sh" "$root/usr/share/engines/"
+install -m 0755 "$here/in-container.sh" "$here/in-sandbox.sh" "$here/masked-proc.sh" \
+  "$here/masked-proc-inside.sh" "$root/usr/share/engines/"
 
 git_c=(git -c user.name=engines -c user.email=engines@example.invalid -c init.defaultBranch=main)
 "${git_c[@]}" init -q "$root/image/repo"

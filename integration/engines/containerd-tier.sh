@@ -33,6 +33,7 @@ sock="$work/containerd.sock"
 ctr=(timeout 60 ctr --address "$sock" --namespace sbx-engines)
 containerd_pid=
 echo_pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   # Whatever a failed shape left: its task and container, then the daemons.
   local id
@@ -43,7 +44,7 @@ cleanup() {
       "${ctr[@]}" containers delete "$id" >/dev/null 2>&1 || true
     done
   fi
-  [[ -n "$echo_pid" ]] && kill "$echo_pid" 2>/dev/null || true
+  if [[ -n "$echo_pid" ]]; then kill "$echo_pid" 2>/dev/null || true; fi
   if [[ -n "$containerd_pid" ]]; then
     kill "$containerd_pid" 2>/dev/null || true
     timeout 10 tail --pid="$containerd_pid" -f /dev/null || kill -KILL "$containerd_pid" 2>/dev/null || true

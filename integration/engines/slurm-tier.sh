@@ -29,7 +29,7 @@ chmod 0755 "$work" "$work/bin"
 chmod 0755 "$work/munge"  # its socket is for every user; the key stays 0400
 export SLURM_CONF="$work/slurm.conf"
 
-pids=()
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   local pid
   # Jobs first (slurmd ends their steps), then the daemons, each by the pid it wrote.
@@ -133,6 +133,7 @@ results="$work/results.txt"
 {
   # 1. A dispatch as the user's batch job.
   d=$(job_dir job "$user")
+  # shellcheck disable=SC2016  # $ATEAM_OUT is the sandbox's
   id=$(submit_script "$user" "$d" sh -c 'echo made > made; echo result > $ATEAM_OUT/result')
   echo "job: $(wait_job "$id")"
   echo "job: status $(status_of "$d/status.json")"
