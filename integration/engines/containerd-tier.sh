@@ -31,6 +31,11 @@ mkdir -p "$work"
 sock="$work/containerd.sock"
 # Every ctr call is bounded: a hung daemon or shim fails the tier instead of stalling CI.
 ctr=(timeout 60 ctr --address "$sock" --namespace sbx-engines)
+# runc's state and the I/O fifos below $work too (their defaults are below /run/containerd;
+# containerd 1.6 keeps only its shims' sockets in /run/containerd/s, whatever the config).
+own_dirs=(--runc-root "$work/runc" --fifo-dir "$work/fifo")
+made_run_dir=
+[[ -e /run/containerd ]] || made_run_dir=1
 containerd_pid=
 echo_pid=
 # shellcheck disable=SC2317  # called by the EXIT trap
@@ -51,6 +56,8 @@ cleanup() {
   fi
   # runc's state and the shims' mounts live below $work; nothing of it may stay mounted.
   { grep -o " $work/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  # The shims' socket directory, when this tier made it and it is empty again.
+  if [[ -n $made_run_dir ]]; then rmdir /run/containerd/s /run/containerd 2>/dev/null || true; fi
   return 0
 }
 trap cleanup EXIT
@@ -66,8 +73,6 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   address = "$sock.ttrpc"
 [debug]
   address = ""
-[plugins."io.containerd.runtime.v1.linux"]
-  runtime_root = "$work/runc"
 TOML
 containerd --config "$work/config.toml" >"$work/containerd.log" 2>&1 &
 containerd_pid=$!
@@ -120,7 +125,7 @@ run_shape() {
   [[ $shape != non-root ]] || chown 1000:1000 "$dir/dispatches"
   # ctr generates the spec of the shape's flags; a container that only sleeps shows it.
   # shellcheck disable=SC2046  # the flags are words
-  "${ctr[@]}" run --detach --rootfs --net-host $(shape_flags "$shape") \
+  "${ctr[@]}" run "${own_dirs[@]}" --detach --rootfs --net-host $(shape_flags "$shape") \
     --mount "type=bind,src=$dir/dispatches,dst=/dispatches,options=rbind:rw" \
     "$rootfs" "spec-$shape" /bin/sleep 60 >/dev/null
   "${ctr[@]}" containers info --spec "spec-$shape" >"$dir/ctr-spec.json"
@@ -131,7 +136,7 @@ run_shape() {
   "$here/merge-spec.py" "$dir/ctr-spec.json" "$dir/spec.json" $(shape_fragments "$shape") \
     -- $(shape_command "$shape")
   local rc=0
-  timeout "$wait_s" ctr --address "$sock" --namespace sbx-engines run --rm --config "$dir/spec.json" "shape-$shape" \
+  timeout "$wait_s" ctr --address "$sock" --namespace sbx-engines run "${own_dirs[@]}" --rm --config "$dir/spec.json" "shape-$shape" \
     >"$dir/container.out" 2>"$dir/container.err" || rc=$?
   {
     echo "container-exit $rc"
