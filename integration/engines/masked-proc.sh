@@ -13,6 +13,14 @@ SECRET_ROOT=root-neighbour-secret sleep 300 &
 root_pid=$!
 /usr/bin/setpriv --reuid 65534 --regid 65534 --clear-groups env SECRET_SAME=same-uid-secret sleep 300 &
 same_pid=$!
+# Both neighbours have exec'd sleep before the sandbox looks (at most 10 s).
+for pid in "$root_pid" "$same_pid"; do
+  tries=0
+  until grep -q sleep "/proc/$pid/cmdline" 2>/dev/null || [ $tries -ge 100 ]; do
+    sleep 0.1
+    tries=$((tries + 1))
+  done
+done
 # A file of the container outside the sandbox's view (the sandbox gets its own /run).
 echo secret-of-the-container >/run/only-in-the-container
 sandbox() {
