@@ -6,7 +6,8 @@
 #   3. a one-node Slurm cluster, dispatches as batch jobs (integration/engines/slurm-tier.sh)
 #   scripts/engine-tier.sh [BUILD_DIR]     (default: $SBX_BUILD_DIR or <repo>/build)
 # Runs as root. A part this machine cannot run (no root, an engine not installed: exit 77 of
-# its script) is skipped loudly and recorded in $SBX_SKIP_LOG as "engines/root EngineTier.PART",
+# its script) is skipped loudly and recorded in $SBX_SKIP_LOG as "engines/root EngineTier.PART"
+# (engines/user when not started as root),
 # which scripts/check-skips.sh fails unless .ci/expected-skips allows it. Its work
 # directories go at the end, also on failure (SBX_ENGINE_KEEP=1 keeps them).
 set -euo pipefail
@@ -27,6 +28,8 @@ cleanup() {
 trap cleanup EXIT
 
 failed=()
+tier=engines/root
+[[ $(id -u) -eq 0 ]] || tier=engines/user
 # Runs part $1 (a script of integration/engines/ and its arguments) and records its outcome.
 part() {
   local name=$1 start rc=0
@@ -41,7 +44,7 @@ part() {
       echo "engine-tier: ##########################################################"
       echo "engine-tier: $name SKIPPED on this machine (see its SKIP line above)"
       echo "engine-tier: ##########################################################"
-      if [[ -n "${SBX_SKIP_LOG:-}" ]]; then echo "engines/root EngineTier.$name" >>"$SBX_SKIP_LOG"; fi
+      if [[ -n "${SBX_SKIP_LOG:-}" ]]; then echo "$tier EngineTier.$name" >>"$SBX_SKIP_LOG"; fi
       ;;
     *) echo "engine-tier: $name FAILED (exit $rc)"; failed+=("$name") ;;
   esac
