@@ -2,7 +2,7 @@
 # Builds the engine tier's image: a root file system directory, no registry, no layers.
 #   integration/engines/build-image.sh BUILD_DIR ROOTFS
 # Holds busybox (static) for the shell and tools, the static ateam-sandbox and probe of
-# BUILD_DIR, run_netclient and git with the libraries they load, a one-commit repository at
+# BUILD_DIR, run_netclient, git, bwrap and setpriv with the libraries they load, a one-commit repository at
 # /image/repo for --repo, and the checks of integration/engines/ below /usr/share/engines.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,12 +27,14 @@ for exe in "$build/ateam-sandbox" "$build/integration/probe" "$build/integration
 done
 # git: the one executable is every builtin, upload-pack included (a local clone runs it).
 install -m 0755 /usr/bin/git "$root/usr/bin/git"
+# Debian's bwrap, for run --backend bwrap.
+install -m 0755 /usr/bin/bwrap "$root/usr/bin/bwrap"
 # util-linux setpriv (busybox's cannot change ids), for masked-proc.sh.
 install -m 0755 /usr/bin/setpriv "$root/usr/bin/setpriv"
 ln -s ../../bin/git "$root/usr/lib/git-core/git-upload-pack"
 ln -s ../../bin/git "$root/usr/lib/git-core/git"
 # The shared libraries of the dynamic ones, at the paths the loader looks them up.
-for exe in /usr/bin/git /usr/bin/setpriv "$build/integration/run/run_netclient"; do
+for exe in /usr/bin/git /usr/bin/bwrap /usr/bin/setpriv "$build/integration/run/run_netclient"; do
   ldd "$exe" | grep -o '/[^ ]*'
 done | sort -u | while read -r lib; do
   mkdir -p "$root$(dirname "$lib")"

@@ -141,21 +141,25 @@ run_shape() {
   {
     echo "container-exit $rc"
     cat "$dir/container.out"
-    local d="$dir/dispatches"
     # doctor's lines that name a setting to change
-    grep -E '^FAIL (proc|seccomp-filter):' "$d/doctor.txt" 2>/dev/null | sed 's/^/doctor: /' || true
-    [[ -s "$d/run.err" ]] && sed 's/^/run-err: /' "$d/run.err"
-    [[ -s "$d/run.out" ]] && sed 's/^/sandbox: /' "$d/run.out"
-    if [[ -f "$d/status.json" ]]; then
-      python3 - "$d/status.json" <<'PY'
+    grep -E '^FAIL (proc|seccomp-filter):' "$dir/dispatches/doctor.txt" 2>/dev/null | sed 's/^/doctor: /' || true
+    local backend d
+    for backend in native bwrap; do
+      d="$dir/dispatches/$backend"
+      [[ -d $d ]] || continue
+      [[ -s "$d/run.err" ]] && sed "s/^/$backend: run-err: /" "$d/run.err"
+      [[ -s "$d/run.out" ]] && sed "s/^/$backend: sandbox: /" "$d/run.out"
+      if [[ -f "$d/status.json" ]]; then
+        python3 - "$d/status.json" "$backend" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-print("status: exit_code", s.get("exit_code"), "reason", s.get("reason"))
+print(f"{sys.argv[2]}: status: exit_code", s.get("exit_code"), "reason", s.get("reason"))
 PY
-    else
-      echo "status: none"
-    fi
-    [[ -d "$d/out" ]] && echo "out-dir: present" || echo "out-dir: none"
+      else
+        echo "$backend: status: none"
+      fi
+      if [[ -d "$d/out" ]]; then echo "$backend: out-dir: present"; else echo "$backend: out-dir: none"; fi
+    done
   } >"$dir/results.txt"
 }
 
@@ -164,7 +168,7 @@ for shape in default seccomp unmasked userns non-root masked-proc; do
   run_shape "$shape" || { say "FAILED: shape $shape: the tier itself failed (see $work/$shape)"; failed=1; continue; }
   # '#' lines of the expected files are comments.
   if diff -u <(grep -v '^#' "$here/expected/$shape.txt") "$work/$shape/results.txt" >"$work/$shape/diff.txt"; then
-    say "shape $shape: $(grep -E '^(run-exit|doctor-exit)' "$work/$shape/results.txt" | tr '\n' ' ')as expected"
+    say "shape $shape: $(grep -E '(run-exit|doctor-exit)' "$work/$shape/results.txt" | tr '\n' ' ')as expected"
   else
     say "FAILED: shape $shape differs from integration/engines/expected/$shape.txt:"
     cat "$work/$shape/diff.txt"
