@@ -3,12 +3,13 @@
 #   integration/engines/check-doc.sh docs/fleet.md
 # A snippet is marked in the doc by a line `<!-- snippet: PATH -->` (PATH from the
 # repository's top) right before a fenced block; the block must equal the file, and every
-# file of integration/engines/{oci,slurm}/ must be shown.
+# file of integration/engines/{oci,slurm,k8s}/ must be shown. The Job of k8s/ must give its
+# container the shape the tier runs for a user-namespaced pod (k8s-shape.py: userns).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 doc=$1
 failed=0
-mapfile -t files < <(cd "$repo" && ls integration/engines/oci/* integration/engines/slurm/*)
+mapfile -t files < <(cd "$repo" && ls integration/engines/oci/* integration/engines/slurm/* integration/engines/k8s/*)
 for file in "${files[@]}"; do
   block=$(awk -v marker="<!-- snippet: $file -->" '
     $0 == marker { want = 1; next }
@@ -23,5 +24,10 @@ for file in "${files[@]}"; do
     failed=1
   fi
 done
+job_shape=$("$repo/integration/engines/k8s-shape.py" "$repo/integration/engines/k8s/dispatch-job.yaml") || failed=1
+if [[ $job_shape != "dispatch: userns" ]]; then
+  echo "check-doc: k8s/dispatch-job.yaml gives '$job_shape', not the tier's userns shape"
+  failed=1
+fi
 [[ $failed -eq 0 ]] && echo "check-doc: ${#files[@]} snippets of $doc equal the files the tier runs"
 exit "$failed"
