@@ -3,7 +3,8 @@
 # stopped here (docs/fleet.md says what each shape needs and shows the snippets it runs):
 #   1. the snippets of docs/fleet.md are the files the tier runs (integration/engines/check-doc.sh)
 #   2. containerd + runc, four pod shapes (integration/engines/containerd-tier.sh)
-#   3. a one-node Slurm cluster, dispatches as batch jobs (integration/engines/slurm-tier.sh)
+#   3. Podman with Docker's flags, three shapes (integration/engines/podman-tier.sh)
+#   4. a one-node Slurm cluster, dispatches as batch jobs (integration/engines/slurm-tier.sh)
 #   scripts/engine-tier.sh [BUILD_DIR]     (default: $SBX_BUILD_DIR or <repo>/build)
 # Runs as root. A part this machine cannot run (no root, an engine not installed: exit 77 of
 # its script) is skipped loudly and recorded in $SBX_SKIP_LOG as "engines/root EngineTier.PART"
@@ -52,6 +53,7 @@ part() {
 
 part Snippets "$engines/check-doc.sh" "$repo/docs/fleet.md"
 part Containerd "$engines/containerd-tier.sh" "$build" "$work/containerd"
+part Podman "$engines/podman-tier.sh" "$build" "$work/podman"
 part Slurm "$engines/slurm-tier.sh" "$build" "$work/slurm"
 
 if [[ ${#failed[@]} -gt 0 ]]; then

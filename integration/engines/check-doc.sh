@@ -3,13 +3,13 @@
 #   integration/engines/check-doc.sh docs/fleet.md
 # A snippet is marked in the doc by a line `<!-- snippet: PATH -->` (PATH from the
 # repository's top) right before a fenced block; the block must equal the file, and every
-# file of integration/engines/{oci,slurm,k8s}/ must be shown. The Job of k8s/ must give its
+# file of integration/engines/{oci,slurm,k8s,podman}/ must be shown. The Job of k8s/ must give its
 # container the shape the tier runs for a user-namespaced pod (k8s-shape.py: userns).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 doc=$1
 failed=0
-mapfile -t files < <(cd "$repo" && ls integration/engines/oci/* integration/engines/slurm/* integration/engines/k8s/*)
+mapfile -t files < <(cd "$repo" && ls integration/engines/oci/* integration/engines/slurm/* integration/engines/k8s/* integration/engines/podman/*)
 for file in "${files[@]}"; do
   block=$(awk -v marker="<!-- snippet: $file -->" '
     $0 == marker { want = 1; next }

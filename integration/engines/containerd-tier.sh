@@ -12,6 +12,8 @@
 # Each container shares the host's network namespace (ctr --net-host), so the tunnel's
 # relay reaches the echo server this script runs on the host's loopback.
 #   integration/engines/containerd-tier.sh BUILD_DIR WORK_DIR
+# WORK_DIR's parents must be searchable by others: the user-namespaced container (host uid
+# 100000) reaches its image below it.
 # For each shape the results (in-container.sh's lines, the sandbox's lines, the status
 # document's) must equal expected/SHAPE.txt; prints one line per shape and exits 1 on any
 # difference. Exit 77: this machine cannot run containerd (the caller records the skip).
@@ -22,6 +24,8 @@ work=$2
 wait_s=${SBX_ENGINE_TIMEOUT:-120}
 
 say() { echo "containerd-tier: $*"; }
+# shellcheck source=integration/engines/results.sh
+. "$here/results.sh"
 [[ $(id -u) -eq 0 ]] || { say "SKIP: needs root to start containerd"; exit 77; }
 for tool in containerd ctr runc socat python3; do
   command -v "$tool" >/dev/null || { say "SKIP: $tool is not installed (scripts/install-engines.sh)"; exit 77; }
@@ -138,29 +142,7 @@ run_shape() {
   local rc=0
   timeout "$wait_s" ctr --address "$sock" --namespace sbx-engines run "${own_dirs[@]}" --rm --config "$dir/spec.json" "shape-$shape" \
     >"$dir/container.out" 2>"$dir/container.err" || rc=$?
-  {
-    echo "container-exit $rc"
-    cat "$dir/container.out"
-    # doctor's lines that name a setting to change
-    grep -E '^FAIL (proc|seccomp-filter):' "$dir/dispatches/doctor.txt" 2>/dev/null | sed 's/^/doctor: /' || true
-    local backend d
-    for backend in native bwrap; do
-      d="$dir/dispatches/$backend"
-      [[ -d $d ]] || continue
-      [[ -s "$d/run.err" ]] && sed "s/^/$backend: run-err: /" "$d/run.err"
-      [[ -s "$d/run.out" ]] && sed "s/^/$backend: sandbox: /" "$d/run.out"
-      if [[ -f "$d/status.json" ]]; then
-        python3 - "$d/status.json" "$backend" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]}: status: exit_code", s.get("exit_code"), "reason", s.get("reason"))
-PY
-      else
-        echo "$backend: status: none"
-      fi
-      if [[ -d "$d/out" ]]; then echo "$backend: out-dir: present"; else echo "$backend: out-dir: none"; fi
-    done
-  } >"$dir/results.txt"
+  collect_results "$dir" "$rc" >"$dir/results.txt"
 }
 
 failed=0

@@ -5,7 +5,9 @@
 # clone of --repo, who the agent is, and the escape checks of the static probe.
 port=$1
 echo "readme: $(cat README)"
-probe report | grep -E '^(uid|gid|CapEff|CapBnd|NoNewPrivs|Seccomp|pids|links):'
+# The report first, then the grep: in a pipeline the grep may or may not be in `pids`.
+probe report >/tmp/report
+grep -E '^(uid|gid|CapEff|CapBnd|NoNewPrivs|Seccomp|pids|links):' /tmp/report
 for call in unshare-user unshare-net keyctl io_uring_setup socket-vsock ioctl-tiocsti; do
   probe try-syscall $call
 done
