@@ -20,7 +20,7 @@ packages=(
   nodejs   # npm installs the real agents for the agent tests (scripts/install-agents.sh)
   dpkg-dev patch libcap2-bin python3-seccomp  # scripts/bwrap-upstream-tests.sh (bubblewrap's tests)
 )
-# containerd, runc, busybox-static and Slurm for the engine tier (scripts/engine-tier.sh).
+# containerd, runc, Podman, Slurm and the rest of the engine tier (scripts/engine-tier.sh).
 read -r -a engine_packages <<<"$("$(dirname "${BASH_SOURCE[0]}")/install-engines.sh" --list)"
 packages+=("${engine_packages[@]}")
 # Debian's npm, unless a Node.js that brings its own npm is installed already (NodeSource's
