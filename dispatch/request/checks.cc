@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/lexical_path.h"
-#include "dispatch/host/sandbox_files.h"
+#include "dispatch/request/credentials_file.h"
 
 namespace sbx::dispatch {
 namespace {
