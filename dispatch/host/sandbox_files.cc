@@ -67,14 +67,10 @@ std::string SandboxResolvConf() {
          "options attempts:1 timeout:1\n";
 }
 
-base::Result<SandboxFiles> SandboxFiles::Make(const DispatchRequest& request) {
+base::Result<SandboxFiles> SandboxFiles::Make(const std::optional<std::string>& credentials) {
   SandboxFiles files;
-  if (request.credentials) {
-    // CheckRequestPaths made SRC absolute and checked DEST.
-    CredentialsSpec creds = SplitCredentials(*request.credentials, ProfileFor(request.agent));
-    auto content = ReadCredentialsFile(creds.source, creds.source, ::geteuid() == 0);
-    if (!content) return content.error();
-    auto fd = SealedMemfd("ateam-credentials", *content);
+  if (credentials) {
+    auto fd = SealedMemfd("ateam-credentials", *credentials);
     if (!fd) return fd.error();
     files.credentials = std::move(*fd);
   }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -25,9 +26,9 @@ struct SandboxFiles {
   base::UniqueFd credentials;  // without --credentials: none
   base::UniqueFd resolv_conf;  // none when the host's /etc/resolv.conf can't be covered
 
-  // Reads the credentials (ReadCredentialsFile, as a root caller when the effective uid is
-  // 0) and writes both memfds, close-on-exec.
-  static base::Result<SandboxFiles> Make(const DispatchRequest& request);
+  // Writes both memfds, close-on-exec: `credentials` is the --credentials file's content
+  // (CheckRequestPaths read it), none without the flag.
+  static base::Result<SandboxFiles> Make(const std::optional<std::string>& credentials);
   // Hands their fds to the layout (BuildDispatchSpec binds them).
   void AddTo(DispatchHostPaths& paths) const;
 };
