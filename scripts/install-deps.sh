@@ -21,6 +21,9 @@ packages=(
   nodejs   # npm installs the real agents for the agent tests (scripts/install-agents.sh)
   dpkg-dev patch libcap2-bin python3-seccomp  # scripts/bwrap-upstream-tests.sh (bubblewrap's tests)
 )
+# containerd, runc, Podman, Slurm and the rest of the engine tier (scripts/engine-tier.sh).
+read -r -a engine_packages <<<"$("$(dirname "${BASH_SOURCE[0]}")/install-engines.sh" --list)"
+packages+=("${engine_packages[@]}")
 # Debian's npm, unless a Node.js that brings its own npm is installed already (NodeSource's
 # nodejs package ships /usr/bin/npm and conflicts with Debian's npm package).
 if ! command -v npm >/dev/null 2>&1; then
