@@ -92,6 +92,9 @@ step "bubblewrap's own tests (scripts/bwrap-upstream-tests.sh)"
 # Debian's bubblewrap test scripts against build/compat/bwrap, root and unprivileged.
 SBX_BUILD_DIR="$repo/build" scripts/bwrap-upstream-tests.sh
 
+step "engine tier: containerd/runc and Podman container shapes, Slurm jobs (scripts/engine-tier.sh)"
+scripts/engine-tier.sh build
+
 step "fuzzers (scripts/fuzz.sh)"
 scripts/fuzz.sh
 
