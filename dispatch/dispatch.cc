@@ -126,6 +126,20 @@ class MadeDirCleanup {
   bool keep_ = false;
 };
 
+// Acquire's first step for a root caller without --run-as: the leased ids replace the
+// overflow ids Resolve chose as the host side; inside, the agent keeps those.
+base::Status LeaseIdentity(ResolvedRequest* r, const std::string& id,
+                           std::optional<IdLease>* lease) {
+  if (!WantsLeasedIdentity(r->request, r->host, r->run_as)) return {};
+  auto identity = LeaseDispatchIdentity(r->host, id, LeaseHoldPaths(r->request, id));
+  if (!identity) return identity.error();
+  if (!*identity) return {};
+  r->run_as = (*identity)->host;
+  r->inside_ids = (*identity)->inside;
+  *lease = std::move((*identity)->lease);
+  return {};
+}
+
 // The stop signal that came before the agent could start: nothing is started then.
 base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
   result->stop_signal = sig;
@@ -152,16 +166,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // A root caller's sandbox gets host ids of its own, leased before anything is created
   // and held until this run ends (dispatch/identity/lease.h).
   std::optional<IdLease> lease;
-  if (WantsLeasedIdentity(given, resolved->host, resolved->run_as)) {
-    auto identity = LeaseDispatchIdentity(resolved->host, result->id,
-                                          LeaseHoldPaths(resolved->request, result->id));
-    if (!identity) return identity.error();
-    if (*identity) {
-      resolved->run_as = (*identity)->host;
-      resolved->inside_ids = (*identity)->inside;
-      lease = std::move((*identity)->lease);
-    }
-  }
+  if (auto st = LeaseIdentity(&*resolved, result->id, &lease); !st) return st;
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
   int stopped_by = 0;
