@@ -21,26 +21,26 @@
 
 #include "base/exit_status.h"
 #include "base/syscalls.h"
-#include "dispatch/cgroup.h"
-#include "dispatch/dispatch_announce.h"
-#include "dispatch/dispatch_dir.h"
-#include "dispatch/dispatch_record.h"
-#include "dispatch/dry_run.h"
-#include "dispatch/git_guard.h"
-#include "dispatch/harvest.h"
-#include "dispatch/landlock_plan.h"
-#include "dispatch/layout.h"
-#include "dispatch/limits.h"
-#include "dispatch/namespace_preflight.h"
-#include "dispatch/prepare.h"
-#include "dispatch/request_checks.h"
-#include "dispatch/sandbox_files.h"
-#include "dispatch/state_janitor.h"
-#include "dispatch/stop_signals.h"
-#include "dispatch/terminal.h"
-#include "dispatch/tty_session.h"
-#include "dispatch/workspace.h"
-#include "dispatch/write_access.h"
+#include "dispatch/git/git_guard.h"
+#include "dispatch/git/harvest.h"
+#include "dispatch/git/workspace.h"
+#include "dispatch/host/cgroup.h"
+#include "dispatch/host/dir.h"
+#include "dispatch/host/namespace_preflight.h"
+#include "dispatch/host/prepare.h"
+#include "dispatch/host/sandbox_files.h"
+#include "dispatch/host/state_janitor.h"
+#include "dispatch/host/write_access.h"
+#include "dispatch/plan/dry_run.h"
+#include "dispatch/plan/landlock_plan.h"
+#include "dispatch/plan/layout.h"
+#include "dispatch/plan/limits.h"
+#include "dispatch/record/announce.h"
+#include "dispatch/record/record.h"
+#include "dispatch/request/checks.h"
+#include "dispatch/sys/stop_signals.h"
+#include "dispatch/terminal/terminal.h"
+#include "dispatch/terminal/tty_session.h"
 #include "netns/hosts.h"
 #include "relay/event_loop.h"
 #include "relay/host_relay.h"
@@ -379,7 +379,7 @@ struct HostServices {
     state_dir.emplace(std::move(*dir));
     // Before the janitor, which removes it too after a SIGKILL of `run`.
     cg = SetUpCgroup(r.request, id, r.limits);
-    // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h), but
+    // Before any other descriptor of this dispatch exists (dispatch/host/state_janitor.h), but
     // for the cgroup's cgroup.procs files, which keep nothing alive.
     auto started = StateDirJanitor::Start(
         &*state_dir, cg.cgroup ? cg.cgroup->dirs() : std::vector<std::string>{});
