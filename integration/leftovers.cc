@@ -45,13 +45,13 @@ std::vector<Child> Children() {
   if (dir == nullptr) return children;
   const pid_t self = getpid();
   while (dirent* entry = readdir(dir)) {
-    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    auto pid = static_cast<pid_t>(std::atoi(entry->d_name));
     if (pid <= 0) continue;
     std::optional<std::string> stat = ReadFile("/proc/" + std::string(entry->d_name) + "/stat");
     // The command name may hold blanks and parentheses: the fields start after the last ')'.
-    size_t close = stat ? stat->rfind(')') : std::string::npos;
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat->substr(close + 1));
+    size_t fields_at = stat ? stat->rfind(')') : std::string::npos;
+    if (fields_at == std::string::npos) continue;
+    std::istringstream fields(stat->substr(fields_at + 1));
     std::string state;
     long ppid = 0;
     long skip = 0;
