@@ -16,8 +16,9 @@
 # sandboxes starting and ending, so side by side the run takes about as long as its longest
 # track instead of the sum. A new tier is one more `track` line. Each track writes its own
 # log (in $SBX_TEST_LOGS, default a fresh /tmp/sbx-test.XXXXXX), printed whole when the
-# track ends; a failed step stops its track, the others finish, and the run fails with the
-# failed track's last lines printed again at the end.
+# track ends (removed after a run that passed, unless $SBX_TEST_LOGS names it); a failed
+# step stops its track, the others finish, and the run fails with the failed track's last
+# lines printed again at the end.
 # Then, in order:
 #   package            scripts/package-test.sh build (installs the .deb: alone, last)
 #   skip budget        every skipped test must be listed, with its reason, in
@@ -76,6 +77,7 @@ ctest_tier() {
   out=$(mktemp "$logs/ctest.XXXXXX")
   ctest "$@" 2>&1 | tee "$out" || rc=$?
   scripts/record-skips.sh "$tier" "$out"
+  rm -f "$out"
   return "$rc"
 }
 
@@ -208,6 +210,8 @@ finish() {
   fi
   printf '\n### step times (track, seconds, step)\n'
   cat "$logs/times"
+  # Everything in them has been printed; a failed run keeps them for a closer look.
+  if [[ $rc -eq 0 && -z ${SBX_TEST_LOGS:-} ]]; then rm -rf "$logs"; fi
   exit "$rc"
 }
 trap finish EXIT
