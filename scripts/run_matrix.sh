@@ -119,7 +119,7 @@ overall=0
 run_tier() {
   local key=$1 label=$2
   shift 2
-  local log
+  local log start=$SECONDS
   log=$(mktemp)
   echo
   echo "=== integration: $label ==="
@@ -127,6 +127,7 @@ run_tier() {
   "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   set -e
+  label="$label ($((SECONDS - start)) s)"
   local total failed skipped closing
   closing=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n1 || true)
   total=$(sed -nE 's/.* out of ([0-9]+)$/\1/p' <<<"$closing")
