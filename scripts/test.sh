@@ -44,10 +44,8 @@ mkdir -p "$logs"
 # appends under a lock: tracks record side by side).
 export SBX_SKIP_LOG=${SBX_SKIP_LOG:-$logs/skips}
 : >"$SBX_SKIP_LOG"
+# The builds' compiler launcher: ccache once the dependencies step has installed it.
 launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
 
 # Runs one step: its title, its command, its time (into $logs/times). Fails as it fails.
 # $1: title, rest: the command (a function or a program). The command runs in a subshell
@@ -217,6 +215,9 @@ finish() {
 trap finish EXIT
 
 step "dependencies" scripts/install-deps.sh --if-missing
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 step "layering (scripts/check-layers.sh)" scripts/check-layers.sh
 step "AppArmor profile (scripts/check-apparmor.sh)" scripts/check-apparmor.sh
 step "build (build/)" build_main
