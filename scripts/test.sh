@@ -3,7 +3,7 @@
 #   dependencies       scripts/install-deps.sh --if-missing
 #   source checks      scripts/check-layers.sh, scripts/check-apparmor.sh
 #   build              build/ (RelWithDebInfo, warnings as errors)
-# Then three tracks side by side, each running its steps in order (the `track` lines below):
+# Then four tracks side by side, each running its steps in order (the `track` lines below):
 #   cpu    lint (scripts/lint.sh: clang-format, clang-tidy); the unit tests under
 #          ASan+UBSan (build-asan/); the fuzzers, each for a bounded time (scripts/fuzz.sh)
 #   root   the unit tests (ctest -L 'unit|namespaces'); the real agents from npm
@@ -12,7 +12,8 @@
 #          (scripts/run_matrix.sh: backends $SBX_BACKENDS, default native, bwrap and system)
 #   user   the unit tests as the unprivileged user sbx-ci (scripts/unit-as-user.sh);
 #          bubblewrap's own test scripts, root and unprivileged (scripts/bwrap-upstream-tests.sh)
-# The machine has two cores: the cpu track compiles and fuzzes, the other two mostly wait on
+#   engines  ateam-sandbox under containerd/runc, Podman and Slurm (scripts/engine-tier.sh)
+# The machine has two cores: the cpu track compiles and fuzzes, the others mostly wait on
 # sandboxes starting and ending, so side by side the run takes about as long as its longest
 # track instead of the sum. A new tier is one more `track` line. Each track writes its own
 # log (in $SBX_TEST_LOGS, default a fresh /tmp/sbx-test.XXXXXX), printed whole when the
@@ -142,6 +143,7 @@ track root "real agents from npm (scripts/install-agents.sh)" real_agents
 track root "integration matrix (scripts/run_matrix.sh)" matrix
 track user "unit tests as the unprivileged user (scripts/unit-as-user.sh)" scripts/unit-as-user.sh build
 track user "bubblewrap's own tests (scripts/bwrap-upstream-tests.sh)" bwrap_upstream
+track engines "engine tier: containerd/runc and Podman container shapes, Slurm jobs (scripts/engine-tier.sh)" scripts/engine-tier.sh build
 
 # Runs the steps of track $1 in order, in this subshell; stops at the first failure.
 run_track() {

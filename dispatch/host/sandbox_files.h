@@ -6,26 +6,16 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "dispatch/plan/layout.h"
+#include "dispatch/request/credentials_file.h"
 #include "dispatch/request/request.h"
 
 namespace sbx::dispatch {
-
-// Credentials files are a few KiB; anything past this is refused rather than copied.
-inline constexpr size_t kMaxCredentialsBytes = size_t{1} << 20;
-
-// The content of the --credentials source `path` (absolute), as `flag_value` names it in
-// messages. It is opened without following a symlink at its last component, must be a
-// regular file of at most kMaxCredentialsBytes, readable by the caller. A root caller reads
-// it only when every directory above it belongs to root or to the file's owner and nobody
-// else can write there (a sticky one such as /var/tmp may be on the way), so that no other
-// user can steer root's read to a file of root's. Every refusal is one line.
-base::Result<std::string> ReadCredentialsFile(const std::string& path,
-                                              const std::string& flag_value, bool root_caller);
 
 // What goes into /etc/resolv.conf inside: no server (the routes are in /etc/hosts), so the
 // resolver falls back to the loopback address, where nothing listens, and any other name
@@ -36,9 +26,9 @@ struct SandboxFiles {
   base::UniqueFd credentials;  // without --credentials: none
   base::UniqueFd resolv_conf;  // none when the host's /etc/resolv.conf can't be covered
 
-  // Reads the credentials (ReadCredentialsFile, as a root caller when the effective uid is
-  // 0) and writes both memfds, close-on-exec.
-  static base::Result<SandboxFiles> Make(const DispatchRequest& request);
+  // Writes both memfds, close-on-exec: `credentials` is the --credentials file's content
+  // (CheckRequestPaths read it), none without the flag.
+  static base::Result<SandboxFiles> Make(const std::optional<std::string>& credentials);
   // Hands their fds to the layout (BuildDispatchSpec binds them).
   void AddTo(DispatchHostPaths& paths) const;
 };

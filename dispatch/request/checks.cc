@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/lexical_path.h"
-#include "dispatch/host/sandbox_files.h"
+#include "dispatch/request/credentials_file.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -71,7 +71,8 @@ CredentialsSpec SplitCredentials(const std::string& value, const AgentProfile& p
   return spec;
 }
 
-base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd) {
+base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd,
+                               std::string* credentials_content) {
   if (auto st = CheckBindPaths(request.ro_paths, "--ro", cwd); !st) return st;
   if (auto st = CheckBindPaths(request.rw_paths, "--rw", cwd); !st) return st;
   if (!request.credentials) return {};
@@ -89,12 +90,12 @@ base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd)
         fmt::format("--credentials: DEST '{}' must be a file path relative to the home, inside it",
                     creds.dest));
   }
-  // Read here only to refuse before anything is created; the copy the sandbox gets is read
-  // again (dispatch/host/sandbox_files.h).
+  // Read once, here, before anything is created: the sandbox's copy is made of this
+  // content (dispatch/host/sandbox_files.h).
   std::string source = Normalize(creds.source, cwd);
-  if (auto content = ReadCredentialsFile(source, creds.source, ::geteuid() == 0); !content) {
-    return content.error();
-  }
+  auto content = ReadCredentialsFile(source, creds.source, ::geteuid() == 0);
+  if (!content) return content.error();
+  if (credentials_content != nullptr) *credentials_content = std::move(*content);
   request.credentials = source + ":" + creds.dest;
   return {};
 }

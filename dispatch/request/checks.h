@@ -11,7 +11,10 @@
 
 namespace sbx::dispatch {
 
-base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd);
+// The --credentials file is read here, once: its content goes to `credentials_content`
+// when given.
+base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd,
+                               std::string* credentials_content = nullptr);
 
 // The host files the sandbox's generated ones are mounted over (the host's /etc is bound
 // read-only, so nothing can be created in it): `etc` is normally "/etc".

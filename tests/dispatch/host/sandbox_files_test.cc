@@ -94,9 +94,9 @@ TEST(SandboxFilesTest, ARootCallerRefusesADirectoryOthersCanWrite) {
 TEST(SandboxFilesTest, TheCopiesAreSealedMemfds) {
   Scratch dir;
   std::ofstream(dir.Sub("c.json")) << "token";
-  DispatchRequest request;
-  request.credentials = dir.Sub("c.json") + ":.tok";
-  auto files = SandboxFiles::Make(request);
+  auto content = ReadCredentialsFile(dir.Sub("c.json"), "c.json", false);
+  ASSERT_TRUE(content) << content.error().Render();
+  auto files = SandboxFiles::Make(*content);
   ASSERT_TRUE(files) << files.error().Render();
   ASSERT_TRUE(files->credentials);
   EXPECT_EQ(ReadFd(files->credentials.get()), "token");
