@@ -179,14 +179,10 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (auto st = dir_end->Hold(*dirs, r.run_as, request.rm); !st) return st;
   result->workspace = dirs->workspace;
   result->out = dirs->out;
-  // A leased identity borrows a given --workspace/--out and hands every directory back to
-  // the caller after the sandbox (dispatch/identity/hand_back.h).
-  std::optional<LentDirs> lent;
-  if (lease) {
-    auto lent_now = LentDirs::Lend(&*dirs, &*lease);
-    if (!lent_now) return lent_now.error();
-    lent.emplace(std::move(*lent_now));
-  }
+  // A leased identity borrows a given --workspace/--out; every directory is handed back to
+  // the caller when `lent` goes, after the sandbox and the harvest (identity/hand_back.h).
+  auto lent = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
+  if (!lent) return lent.error();
   auto guard = GitGuard::Prepare(dirs->workspace, !request.workspace,
                                  request.repo ? CloneOriginUrl(*request.repo) : "");
   if (!guard) return guard.error();
@@ -254,12 +250,6 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (*patch_fd) {
     auto st = WriteHarvestPatch(dirs->workspace, result->base_commit, patch_fd->get(), r.run_as);
     if (!st) result->patch_error = st.error().Render();
-  }
-  // Harvested as the leased ids; now the caller's. A failure is said, the result stands.
-  if (lent) {
-    if (auto st = lent->HandBack(); !st) {
-      fmt::print(stderr, "ateam-sandbox run: {}\n", st.error().Render());
-    }
   }
   return {};
 }

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "dispatch/identity/ownership_pass.h"
@@ -79,6 +81,17 @@ base::Result<LentDirs> LentDirs::Lend(const DispatchDirs* dirs, IdLease* lease) 
   LentDirs lent(dirs, lease);
   if (auto st = LendGivenDirs(*dirs, lease->ids()); !st) return st.error();  // ~lent gives back
   return lent;
+}
+
+base::Result<LentDirs> LentDirs::LendIfLeased(const DispatchDirs* dirs, IdLease* lease) {
+  if (lease == nullptr) return LentDirs(nullptr, nullptr);
+  return Lend(dirs, lease);
+}
+
+LentDirs::~LentDirs() {
+  if (auto st = HandBack(); !st) {
+    fmt::print(stderr, "ateam-sandbox run: {}\n", st.error().Render());
+  }
 }
 
 base::Status LentDirs::HandBack() {

@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "base/error.h"
-#include "dispatch/identity/lease.h"
 #include "dispatch/host/prepare.h"
+#include "dispatch/identity/lease.h"
 
 namespace sbx::dispatch {
 
@@ -34,12 +34,16 @@ namespace sbx::dispatch {
 class LentDirs {
  public:
   static base::Result<LentDirs> Lend(const DispatchDirs* dirs, IdLease* lease);
+  // Lend() with a lease; without one (no leased identity) an object that does nothing.
+  static base::Result<LentDirs> LendIfLeased(const DispatchDirs* dirs, IdLease* lease);
   LentDirs(LentDirs&& other) noexcept
       : dirs_(std::exchange(other.dirs_, nullptr)), lease_(other.lease_) {}
   LentDirs& operator=(LentDirs&&) = delete;
   LentDirs(const LentDirs&) = delete;
   LentDirs& operator=(const LentDirs&) = delete;
-  ~LentDirs() { (void)HandBack(); }
+  // Hands back unless done already; a failure is one line on stderr (the run's result
+  // stands).
+  ~LentDirs();
 
   // The hand-back itself, once; later calls do nothing.
   base::Status HandBack();
