@@ -89,8 +89,11 @@ base::Result<LentDirs> LentDirs::LendIfLeased(const DispatchDirs* dirs, IdLease*
 }
 
 LentDirs::~LentDirs() {
-  if (auto st = HandBack(); !st) {
-    fmt::print(stderr, "ateam-sandbox run: {}\n", st.error().Render());
+  try {
+    if (auto st = HandBack(); !st) {
+      fmt::print(stderr, "ateam-sandbox run: {}\n", st.error().Render());
+    }
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor; nothing left to report to
   }
 }
 
