@@ -200,31 +200,34 @@ termios PtyTerminal::Modes() const {
   return t;
 }
 
-int PtyTerminal::Wait(std::chrono::milliseconds timeout) {
+bool PtyTerminal::Ended(std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
-  int status = 0;
   while (!reaped_) {
-    pid_t rc = waitpid(pid_, &status, WNOHANG);
-    if (rc == pid_) {
+    if (waitpid(pid_, &status_, WNOHANG) == pid_) {
       reaped_ = true;
       break;
     }
-    if (Clock::now() >= deadline) {
-      kill(-pid_, SIGKILL);
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      reaped_ = true;
-      return -1;
-    }
+    if (Clock::now() >= deadline) return false;
     Pump(20);
+  }
+  return true;
+}
+
+int PtyTerminal::Wait(std::chrono::milliseconds timeout) {
+  if (!Ended(timeout)) {
+    kill(-pid_, SIGKILL);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    reaped_ = true;
+    return -1;
   }
   // What the command wrote last is in the master already; take it.
   for (size_t before = SIZE_MAX; master_ && before != output_.size();) {
     before = output_.size();
     Pump(0);
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + WTERMSIG(status);
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  return 128 + WTERMSIG(status_);
 }
 
 bool SameModes(const termios& a, const termios& b) {

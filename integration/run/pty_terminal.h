@@ -53,12 +53,16 @@ class PtyTerminal {
   // Waits for the command to end, reading its output meanwhile: its exit status,
   // 128 + signal when killed, -1 when it did not end in time (it is then killed).
   int Wait(std::chrono::milliseconds timeout);
+  // Reads the command's output until it ends (true) or `timeout` passes (false: it goes
+  // on running, and Wait still applies).
+  bool Ended(std::chrono::milliseconds timeout);
 
  private:
   void Pump(int wait_ms);
 
   pid_t pid_ = -1;
   bool reaped_ = false;
+  int status_ = 0;  // the command's wait status, once reaped_
   Fd master_;
   Fd slave_;  // kept: Modes() reads through it, also after the command ended
   std::string output_;
