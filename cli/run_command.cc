@@ -13,6 +13,7 @@
 
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
+#include "dispatch/caller_stderr.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/status_file.h"
 
@@ -93,13 +94,14 @@ std::vector<RunOptionName> KnownOptions(CLI::App& app) {
 }
 
 int Fail(const std::string& message) {
-  fmt::print(stderr, "ateam-sandbox run: {}\n", message);
+  dispatch::SayToCaller(message);
   return dispatch::kRuntimeFailureExit;
 }
 
 }  // namespace
 
 int RunRunCommand(std::span<const std::string> args) {
+  dispatch::FillClosedStandardFds();
   CLI::App app{"Run COMMAND in a per-dispatch agent sandbox", "ateam-sandbox run"};
   DispatchRequest request;
   std::string agent = "none";
@@ -149,24 +151,25 @@ int RunRunCommand(std::span<const std::string> args) {
   }
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
-  if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);
-  if (result.reason == dispatch::DispatchReason::kTimeout && result.error.empty()) {
-    fmt::print(stderr, "ateam-sandbox run: --timeout {} expired: the whole sandbox was killed\n",
-               timeout);
-  }
-  if (!result.patch_error.empty()) {
-    fmt::print(stderr, "ateam-sandbox run: --patch: {}\n", result.patch_error);
-  }
-  for (const auto& line : result.workspace_taint) {
-    fmt::print(stderr, "ateam-sandbox run: workspace git metadata: {}\n", line);
-  }
+  // The status document first: the closing lines below may find nobody reading.
+  std::string status_error;
   if (status_file && result.reason != dispatch::DispatchReason::kDryRun) {
     if (auto written =
             status_file->Write(dispatch::RenderStatusJson(result), result.workspace, result.out);
         !written) {
-      fmt::print(stderr, "ateam-sandbox run: {}\n", written.error().Render());
+      status_error = written.error().Render();
     }
   }
+  if (!result.error.empty()) dispatch::SayToCaller(result.error);
+  if (result.reason == dispatch::DispatchReason::kTimeout && result.error.empty()) {
+    dispatch::SayToCaller(
+        fmt::format("--timeout {} expired: the whole sandbox was killed", timeout));
+  }
+  if (!result.patch_error.empty()) dispatch::SayToCaller("--patch: " + result.patch_error);
+  for (const auto& line : result.workspace_taint) {
+    dispatch::SayToCaller("workspace git metadata: " + line);
+  }
+  if (!status_error.empty()) dispatch::SayToCaller(status_error);
   return result.exit_code;
 }
 

@@ -21,11 +21,13 @@
 
 #include "base/exit_status.h"
 #include "base/syscalls.h"
+#include "dispatch/caller_stderr.h"
 #include "dispatch/cgroup.h"
 #include "dispatch/dispatch_announce.h"
 #include "dispatch/dispatch_dir.h"
 #include "dispatch/dispatch_record.h"
 #include "dispatch/dry_run.h"
+#include "dispatch/exit_reason.h"
 #include "dispatch/git_guard.h"
 #include "dispatch/harvest.h"
 #include "dispatch/landlock_plan.h"
@@ -175,6 +177,7 @@ struct LoopOutcome {
   bool timed_out = false;
   bool killed = false;  // the grace after a stop signal ran out, or a second one came
   int stop_signal = 0;  // the first SIGINT/SIGTERM/SIGHUP `run` got
+  int passed_on = 0;    // what it went on to the supervisor as (0: a terminal hang-up)
 };
 
 // Serves the relays until the sandbox's first process is gone. SIGINT and SIGTERM are
@@ -199,7 +202,8 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const SandboxProcess& sandbox
       if (sig == SIGHUP && hang_up) {
         hang_up();
       } else {
-        sandbox.Signal(sig == SIGHUP ? SIGTERM : sig);
+        outcome.passed_on = sig == SIGHUP ? SIGTERM : sig;
+        sandbox.Signal(outcome.passed_on);
       }
       loop.AddTimer(std::chrono::duration_cast<Clock::duration>(
                         std::chrono::duration<double>(request.grace_seconds)),
@@ -224,29 +228,30 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const SandboxProcess& sandbox
   return outcome;
 }
 
-// What the sandbox's end means. An agent that handled a stop signal and exited by itself
-// is recorded as exited, with its own code; one that died of it (or of the kill after the
-// grace) as interrupted, 128 + the stop signal.
+// What the sandbox's end means. The sandbox's pid 1 (the supervisor; under bwrap, bwrap)
+// reports an agent a signal ended as 128 + N, as a shell does, so such a code is read as
+// that signal (dispatch/exit_reason.h). Every stop signal `run` got makes the dispatch
+// `interrupted`: with the agent's own code when it handled the signal and exited by itself,
+// with 128 + the stop signal when it died of it (or of the kill after the grace).
 void RecordExit(const siginfo_t& info, const LoopOutcome& loop, DispatchResult* result) {
   result->exit_code = base::ExitCodeFromSiginfo(info);
-  if (info.si_code == CLD_EXITED) {
-    result->reason = DispatchReason::kExited;
-  } else {
-    result->signal = info.si_status;
-    result->reason = DispatchReason::kSignaled;
-  }
+  result->signal = SignalOfExitCode(result->exit_code);
+  result->reason = result->signal ? DispatchReason::kSignaled : DispatchReason::kExited;
   if (loop.stop_signal != 0) result->stop_signal = loop.stop_signal;
   // Died of the stop signal: killed by it, or the supervisor's report of the agent killed
-  // by it (the same 128 + N either way).
+  // by it or by the signal it was passed on as (SIGHUP goes on as SIGTERM).
   const bool ended_by_stop =
-      loop.killed || result->exit_code == base::kSignalExitBase + loop.stop_signal;
+      loop.killed || result->exit_code == base::kSignalExitBase + loop.stop_signal ||
+      (loop.passed_on != 0 && result->exit_code == base::kSignalExitBase + loop.passed_on);
   if (loop.timed_out) {
     result->reason = DispatchReason::kTimeout;
     result->exit_code = kTimeoutExit;
-  } else if (loop.stop_signal != 0 && ended_by_stop) {
+  } else if (loop.stop_signal != 0) {
     result->reason = DispatchReason::kInterrupted;
-    result->signal = loop.stop_signal;
-    result->exit_code = base::kSignalExitBase + loop.stop_signal;
+    if (ended_by_stop) {
+      result->signal = loop.stop_signal;
+      result->exit_code = base::kSignalExitBase + loop.stop_signal;
+    }
   }
 }
 
@@ -282,10 +287,10 @@ DispatchCgroupSetup SetUpCgroup(const DispatchRequest& request, const std::strin
   // Said on stderr when the caller asked for a cgroup limit or is looking (a terminal);
   // always in the status document and the dry run, and `doctor` explains it.
   if (request.memory || request.pids || request.cpus || ::isatty(STDERR_FILENO) == 1) {
-    fmt::print(stderr,
-               "ateam-sandbox run: no cgroup for this dispatch ({}): memory and cpu are not "
-               "limited; `ateam-sandbox doctor` says how to delegate one\n",
-               setup.missing);
+    SayToCaller(
+        fmt::format("no cgroup for this dispatch ({}): memory and cpu are not limited; "
+                    "`ateam-sandbox doctor` says how to delegate one",
+                    setup.missing));
   }
   return setup;
 }
