@@ -25,7 +25,8 @@ using dispatch::DispatchBackend;
 using dispatch::DispatchRequest;
 
 void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
-              std::string& timeout, std::string& grace, bool& tty, bool& no_tty) {
+              std::string& timeout, std::string& grace, std::string& limits_mode, bool& tty,
+              bool& no_tty) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
@@ -64,6 +65,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
       ->check(CLI::PositiveNumber);
   app.add_option("--cpus", r.cpus, "at most N CPUs of time (default: no limit)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--limits", limits_mode,
+                 "strict (default): refuse a limit this host cannot enforce; best-effort: run "
+                 "without it, as the status document says")
+      ->check(CLI::IsMember({"strict", "best-effort"}));
   app.add_flag("--allow-nested-userns", r.allow_nested_userns,
                "let the agent create user namespaces (its own sandbox), at most 16");
   auto* tty_flag = app.add_flag("--tty", tty,
@@ -108,9 +113,10 @@ int RunRunCommand(std::span<const std::string> args) {
   std::string backend = "native";
   std::string timeout;
   std::string grace;
+  std::string limits_mode = "strict";
   bool tty = false;
   bool no_tty = false;
-  AddFlags(app, request, agent, backend, timeout, grace, tty, no_tty);
+  AddFlags(app, request, agent, backend, timeout, grace, limits_mode, tty, no_tty);
   // The command, verbatim, is split off first; CLI11 sees only the options.
   std::vector<RunOptionName> known = KnownOptions(app);
   auto split = SplitRunArgs(args, known);
@@ -137,6 +143,7 @@ int RunRunCommand(std::span<const std::string> args) {
   request.agent = agent == "claude"     ? AgentPreset::kClaude
                   : agent == "opencode" ? AgentPreset::kOpencode
                                         : AgentPreset::kNone;
+  request.limits_best_effort = limits_mode == "best-effort";
   request.backend = backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
   request.tty = tty      ? dispatch::TtyMode::kOn
                 : no_tty ? dispatch::TtyMode::kOff

@@ -32,6 +32,7 @@
 #include "dispatch/harvest.h"
 #include "dispatch/landlock_plan.h"
 #include "dispatch/layout.h"
+#include "dispatch/limit_check.h"
 #include "dispatch/limits.h"
 #include "dispatch/namespace_preflight.h"
 #include "dispatch/prepare.h"
@@ -284,6 +285,8 @@ DispatchCgroupSetup SetUpCgroup(const DispatchRequest& request, const std::strin
     return setup;
   }
   setup.missing = made.error().Render();
+  // A limit asked for is refused instead, with its own line (HostServices::Start).
+  if (!CheckLimitsEnforceable(request, setup.missing)) return setup;
   // Said on stderr when the caller asked for a cgroup limit or is looking (a terminal);
   // always in the status document and the dry run, and `doctor` explains it.
   if (request.memory || request.pids || request.cpus || ::isatty(STDERR_FILENO) == 1) {
@@ -348,6 +351,14 @@ base::Result<ResolvedRequest> ResolveRequest(const DispatchRequest& given) {
   auto limits = ResolveLimits(r.request);
   if (!limits) return limits.error();
   r.limits = *limits;
+  // Refused before the clone when this host has no cgroup to give (checked again when the
+  // cgroup is made).
+  if (!r.request.limits_best_effort && (r.request.memory || r.request.cpus || r.request.pids)) {
+    auto where = DispatchCgroup::Probe();
+    if (auto st = CheckLimitsEnforceable(r.request, where ? "" : where.error().Render()); !st) {
+      return st.error();
+    }
+  }
   r.seccomp_groups = r.request.seccomp_allow;
   if (r.limits.nested_userns) r.seccomp_groups.emplace_back("nested-userns");
   auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = r.seccomp_groups});
@@ -384,6 +395,8 @@ struct HostServices {
     state_dir.emplace(std::move(*dir));
     // Before the janitor, which removes it too after a SIGKILL of `run`.
     cg = SetUpCgroup(r.request, id, r.limits);
+    // A limit asked for that nothing enforces is refused (dispatch/limit_check.h).
+    if (auto st = CheckLimitsEnforceable(r.request, cg.missing); !st) return st;
     // Before any other descriptor of this dispatch exists (dispatch/state_janitor.h), but
     // for the cgroup's cgroup.procs files, which keep nothing alive.
     auto started = StateDirJanitor::Start(
@@ -486,6 +499,8 @@ base::Result<SandboxPlan> PlanSandbox(const ResolvedRequest& r, const DispatchDi
   planned.limits =
       ReportLimits(r.limits, bwrap_backend, cgroup ? cgroup->Describe() : services.cg.planned,
                    services.cg.missing);
+  planned.limits.by =
+      LimitMechanisms(r.limits, bwrap_backend, cgroup.has_value() || !services.cg.planned.empty());
   result->limits_json = RenderLimitsJson(r.limits, planned.limits);
   auto plan = runtime::CompilePlan(*spec, r.host);
   if (!plan) return plan.error();
@@ -542,6 +557,17 @@ class MadeDirCleanup {
   bool keep_ = false;
 };
 
+// A --patch that could not be written fails the run: reason `harvest-failed`, exit 125,
+// unless the dispatch already ended otherwise (a timeout, an interrupt, the OOM killer),
+// whose reason and nonzero code stay; `patch_error` says why either way.
+void RecordHarvestFailure(const std::string& why, DispatchResult* result) {
+  result->patch_error = why;
+  if (result->reason == DispatchReason::kExited || result->exit_code == 0) {
+    result->reason = DispatchReason::kHarvestFailed;
+    result->exit_code = kRuntimeFailureExit;
+  }
+}
+
 // The stop signal that came before the agent could start: nothing is started then.
 base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
   result->stop_signal = sig;
@@ -588,8 +614,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (auto st = services.Start(r, result->id); !st) return st;
   auto planned = PlanSandbox(r, *dirs, services, &*guard, self_exe, result);
   if (!planned) return planned.error();
-  auto patch_fd = OpenPatchFile(request.patch, dirs->workspace, dirs->out);
-  if (!patch_fd) return patch_fd.error();
+  auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
+  if (!patch_file) return patch_file.error();
   auto base_commit = guard->clone_head() ? base::Result<std::string>(*guard->clone_head())
                                          : ReadBaseCommit(dirs->workspace, r.run_as);
   if (!base_commit && request.patch) return base_commit.error();
@@ -629,9 +655,9 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // The sandbox is gone: undo what the agent left in the git metadata, then harvest.
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();
-  if (*patch_fd) {
-    auto st = WriteHarvestPatch(dirs->workspace, result->base_commit, patch_fd->get(), r.run_as);
-    if (!st) result->patch_error = st.error().Render();
+  if (*patch_file) {
+    auto st = WritePatchFile(**patch_file, dirs->workspace, result->base_commit, r.run_as);
+    if (!st) RecordHarvestFailure(st.error().Render(), result);
   }
   return {};
 }

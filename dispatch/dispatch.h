@@ -27,6 +27,7 @@ enum class DispatchReason {
   kInterrupted,   // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
   kRuntimeError,  // the runtime failed (setup, bad input): `error` says why
   kDryRun,        // --dry-run: nothing ran
+  kHarvestFailed,  // the agent ended, but its --patch could not be written (patch_error)
 };
 std::string_view ReasonName(DispatchReason reason);
 

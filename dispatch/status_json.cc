@@ -24,6 +24,8 @@ std::string_view ReasonName(DispatchReason reason) {
       return "runtime-error";
     case DispatchReason::kDryRun:
       return "dry-run";
+    case DispatchReason::kHarvestFailed:
+      return "harvest-failed";
   }
   return "runtime-error";
 }
