@@ -13,9 +13,9 @@
 
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
-#include "dispatch/caller_stderr.h"
+#include "dispatch/sys/caller_stderr.h"
 #include "dispatch/dispatch.h"
-#include "dispatch/status_file.h"
+#include "dispatch/record/status_file.h"
 
 namespace sbx::cli {
 namespace {

@@ -15,6 +15,7 @@ packages=(
   apparmor  # apparmor_parser, to check the AppArmor profile (scripts/check-apparmor.sh)
   dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps and file (scripts/package-test.sh)
   passwd util-linux  # useradd and runuser, for the unprivileged tier of scripts/run_matrix.sh
+  strace  # run_test traces a dry run: it must start, bind and create nothing
   uidmap  # newuidmap/newgidmap: run_test maps a subordinate id range, as rootless Podman does
   python3  # the fake api.anthropic.com of run_test's agent tests (integration/run/agents/)
   nodejs   # npm installs the real agents for the agent tests (scripts/install-agents.sh)
