@@ -67,8 +67,8 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
   std::optional<uid_t> socket_owner;
   if (r.run_as) socket_owner = r.run_as->uid;
   // The routes' upstreams were pinned by Resolve: nothing is looked up here.
-  relay::HostRelayOptions options{
-      state_dir->path(), r.routes, {}, r.request.ledger.value_or(""), socket_owner};
+  relay::HostRelayOptions options{state_dir->path(), r.routes, {}, r.request.ledger.value_or(""),
+                                  socket_owner,      &gate};
   auto relays = relay::HostRelay::Create(loop.get(), options);
   if (!relays) return relays.error();
   tunnel = std::move(*relays);
@@ -82,6 +82,7 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
     auto session = TtySession::Create(loop.get(), state_dir->path(), socket_owner);
     if (!session) return session.error();
     tty = std::move(*session);
+    tty->SetPeerGate(&gate);
   }
   return {};
 }

@@ -68,7 +68,8 @@ base::Status HostRelay::AddRoute(const HostRelayOptions& options, const Route& r
                              [this, slot](const ConnectionRecord& record) { Record(slot, record); },
                              /*handoff=*/true,
                              DialPolicyFor(route.kind),
-                             route.host};
+                             route.host,
+                             options.channel_gate};
   auto relay = Relay::Create(loop_, std::move(*listener), std::move(relay_options));
   if (!relay) return relay.error();
   routes_.back().relay = std::move(*relay);

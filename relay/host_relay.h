@@ -47,9 +47,10 @@ namespace sbx::relay {
 struct HostRelayOptions {
   std::string state_dir;  // an existing private directory: StateDir::path()
   std::vector<Route> routes;
-  Limits limits;                      // per route
-  std::string ledger_path;            // empty: no ledger
-  std::optional<uid_t> socket_owner;  // chown the sockets to this uid
+  Limits limits;                           // per route
+  std::string ledger_path;                 // empty: no ledger
+  std::optional<uid_t> socket_owner;       // chown the sockets to this uid
+  const PeerGate* channel_gate = nullptr;  // who may hand over a route's listener
 };
 
 // "route-N.sock": the socket of route N, on both sides of the tunnel.
