@@ -64,9 +64,9 @@ int RunHarvestCommand(std::span<const std::string> args) {
     if (!head) return Fail(head.error().Render());
     base = *head;
   }
-  auto fd = dispatch::OpenPatchFile(output, workspace, workspace);
-  if (!fd) return Fail(fd.error().Render());
-  if (auto st = dispatch::WriteHarvestPatch(workspace, *base, fd->get(), run_as); !st) {
+  auto file = dispatch::PreparePatchFile("-o", output, workspace, workspace);
+  if (!file) return Fail(file.error().Render());
+  if (auto st = dispatch::WritePatchFile(**file, workspace, *base, run_as); !st) {
     return Fail(st.error().Render());
   }
   return 0;

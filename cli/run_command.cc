@@ -13,6 +13,7 @@
 
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
+#include "dispatch/sys/caller_stderr.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/record/status_file.h"
 
@@ -24,7 +25,8 @@ using dispatch::DispatchBackend;
 using dispatch::DispatchRequest;
 
 void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
-              std::string& timeout, std::string& grace, bool& tty, bool& no_tty) {
+              std::string& timeout, std::string& grace, std::string& limits_mode, bool& tty,
+              bool& no_tty) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
@@ -63,6 +65,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
       ->check(CLI::PositiveNumber);
   app.add_option("--cpus", r.cpus, "at most N CPUs of time (default: no limit)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--limits", limits_mode,
+                 "strict (default): refuse a limit this host cannot enforce; best-effort: run "
+                 "without it, as the status document says")
+      ->check(CLI::IsMember({"strict", "best-effort"}));
   app.add_flag("--allow-nested-userns", r.allow_nested_userns,
                "let the agent create user namespaces (its own sandbox), at most 16");
   auto* tty_flag = app.add_flag("--tty", tty,
@@ -93,22 +99,24 @@ std::vector<RunOptionName> KnownOptions(CLI::App& app) {
 }
 
 int Fail(const std::string& message) {
-  fmt::print(stderr, "ateam-sandbox run: {}\n", message);
+  dispatch::SayToCaller(message);
   return dispatch::kRuntimeFailureExit;
 }
 
 }  // namespace
 
 int RunRunCommand(std::span<const std::string> args) {
+  dispatch::FillClosedStandardFds();
   CLI::App app{"Run COMMAND in a per-dispatch agent sandbox", "ateam-sandbox run"};
   DispatchRequest request;
   std::string agent = "none";
   std::string backend = "native";
   std::string timeout;
   std::string grace;
+  std::string limits_mode = "strict";
   bool tty = false;
   bool no_tty = false;
-  AddFlags(app, request, agent, backend, timeout, grace, tty, no_tty);
+  AddFlags(app, request, agent, backend, timeout, grace, limits_mode, tty, no_tty);
   // The command, verbatim, is split off first; CLI11 sees only the options.
   std::vector<RunOptionName> known = KnownOptions(app);
   auto split = SplitRunArgs(args, known);
@@ -135,6 +143,7 @@ int RunRunCommand(std::span<const std::string> args) {
   request.agent = agent == "claude"     ? AgentPreset::kClaude
                   : agent == "opencode" ? AgentPreset::kOpencode
                                         : AgentPreset::kNone;
+  request.limits_best_effort = limits_mode == "best-effort";
   request.backend = backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
   request.tty = tty      ? dispatch::TtyMode::kOn
                 : no_tty ? dispatch::TtyMode::kOff
@@ -149,24 +158,25 @@ int RunRunCommand(std::span<const std::string> args) {
   }
   std::fflush(stdout);
   dispatch::DispatchResult result = dispatch::RunDispatch(request, SelfExe());
-  if (!result.error.empty()) fmt::print(stderr, "ateam-sandbox run: {}\n", result.error);
-  if (result.reason == dispatch::DispatchReason::kTimeout && result.error.empty()) {
-    fmt::print(stderr, "ateam-sandbox run: --timeout {} expired: the whole sandbox was killed\n",
-               timeout);
-  }
-  if (!result.patch_error.empty()) {
-    fmt::print(stderr, "ateam-sandbox run: --patch: {}\n", result.patch_error);
-  }
-  for (const auto& line : result.workspace_taint) {
-    fmt::print(stderr, "ateam-sandbox run: workspace git metadata: {}\n", line);
-  }
+  // The status document first: the closing lines below may find nobody reading.
+  std::string status_error;
   if (status_file && result.reason != dispatch::DispatchReason::kDryRun) {
     if (auto written =
             status_file->Write(dispatch::RenderStatusJson(result), result.workspace, result.out);
         !written) {
-      fmt::print(stderr, "ateam-sandbox run: {}\n", written.error().Render());
+      status_error = written.error().Render();
     }
   }
+  if (!result.error.empty()) dispatch::SayToCaller(result.error);
+  if (result.reason == dispatch::DispatchReason::kTimeout && result.error.empty()) {
+    dispatch::SayToCaller(
+        fmt::format("--timeout {} expired: the whole sandbox was killed", timeout));
+  }
+  if (!result.patch_error.empty()) dispatch::SayToCaller("--patch: " + result.patch_error);
+  for (const auto& line : result.workspace_taint) {
+    dispatch::SayToCaller("workspace git metadata: " + line);
+  }
+  if (!status_error.empty()) dispatch::SayToCaller(status_error);
   return result.exit_code;
 }
 

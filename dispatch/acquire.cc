@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/plan/limit_check.h"
+#include "dispatch/sys/caller_stderr.h"
 #include "dispatch/terminal/terminal.h"
 
 namespace sbx::dispatch {
@@ -23,11 +25,13 @@ void MakeCgroup(const ResolvedRequest& r, const std::string& id, HostResources* 
     return;
   }
   held->cgroup_missing = made.error().Render();
+  // A limit asked for is refused instead, with its own line (Acquire).
+  if (!CheckLimitsEnforceable(r.request, held->cgroup_missing)) return;
   if (r.request.memory || r.request.pids || r.request.cpus || ::isatty(STDERR_FILENO) == 1) {
-    fmt::print(stderr,
-               "ateam-sandbox run: no cgroup for this dispatch ({}): memory and cpu are not "
-               "limited; `ateam-sandbox doctor` says how to delegate one\n",
-               held->cgroup_missing);
+    SayToCaller(
+        fmt::format("no cgroup for this dispatch ({}): memory and cpu are not limited; "
+                    "`ateam-sandbox doctor` says how to delegate one",
+                    held->cgroup_missing));
   }
 }
 
@@ -46,6 +50,8 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
   state_dir.emplace(std::move(*dir));
   // Before the janitor, which removes it too after a SIGKILL of `run`.
   MakeCgroup(r, id, this);
+  // A limit asked for that nothing enforces is refused (dispatch/plan/limit_check.h).
+  if (auto st = CheckLimitsEnforceable(r.request, cgroup_missing); !st) return st;
   // Before any other descriptor of this dispatch exists (dispatch/host/state_janitor.h), but
   // for the cgroup's cgroup.procs files, which keep nothing alive.
   auto started =

@@ -126,6 +126,17 @@ class MadeDirCleanup {
   bool keep_ = false;
 };
 
+// A --patch that could not be written fails the run: reason `harvest-failed`, exit 125,
+// unless the dispatch already ended otherwise (a timeout, an interrupt, the OOM killer),
+// whose reason and nonzero code stay; `patch_error` says why either way.
+void RecordHarvestFailure(const std::string& why, DispatchResult* result) {
+  result->patch_error = why;
+  if (result->reason == DispatchReason::kExited || result->exit_code == 0) {
+    result->reason = DispatchReason::kHarvestFailed;
+    result->exit_code = kRuntimeFailureExit;
+  }
+}
+
 // Acquire's first step for a root caller without --run-as: the leased ids replace the
 // overflow ids Resolve chose as the host side; inside, the agent keeps those.
 base::Status LeaseIdentity(ResolvedRequest* r, const std::string& id,
@@ -197,8 +208,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   auto planned = CompileDispatchPlan(r, held.Facts(dirs->workspace, dirs->out, self_exe, &*guard));
   if (!planned) return planned.error();
   ReportPlan(*planned, result);
-  auto patch_fd = OpenPatchFile(request.patch, dirs->workspace, dirs->out);
-  if (!patch_fd) return patch_fd.error();
+  auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
+  if (!patch_file) return patch_file.error();
   auto base_commit = guard->clone_head() ? base::Result<std::string>(*guard->clone_head())
                                          : ReadBaseCommit(dirs->workspace, r.run_as);
   if (!base_commit && request.patch) return base_commit.error();
@@ -247,9 +258,9 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // The sandbox is gone: undo what the agent left in the git metadata, then harvest.
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();
-  if (*patch_fd) {
-    auto st = WriteHarvestPatch(dirs->workspace, result->base_commit, patch_fd->get(), r.run_as);
-    if (!st) result->patch_error = st.error().Render();
+  if (*patch_file) {
+    auto st = WritePatchFile(**patch_file, dirs->workspace, result->base_commit, r.run_as);
+    if (!st) RecordHarvestFailure(st.error().Render(), result);
   }
   return {};
 }

@@ -5,6 +5,7 @@
 #include "dispatch/git/git_guard.h"
 #include "dispatch/plan/landlock_plan.h"
 #include "dispatch/plan/layout.h"
+#include "dispatch/plan/limit_check.h"
 #include "netns/hosts.h"
 #include "relay/host_relay.h"
 #include "runtime/plan_compiler.h"
@@ -62,6 +63,7 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
   if (bwrap_backend && !r.limits.nested_userns) spec->disable_userns = true;
   spec->cgroup_procs_fds = facts.cgroup_procs_fds;
   planned.limits = ReportLimits(r.limits, bwrap_backend, facts.cgroup_where, facts.cgroup_missing);
+  planned.limits.by = LimitMechanisms(r.limits, bwrap_backend, !facts.cgroup_where.empty());
   planned.limits_json = RenderLimitsJson(r.limits, planned.limits);
   auto plan = runtime::CompilePlan(*spec, r.host);
   if (!plan) return plan.error();

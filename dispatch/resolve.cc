@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/host/cgroup.h"
 #include "dispatch/host/namespace_preflight.h"
+#include "dispatch/plan/limit_check.h"
 #include "dispatch/request/checks.h"
 #include "security/landlock.h"
 
@@ -71,6 +73,14 @@ base::Result<ResolvedRequest> Resolve(const DispatchRequest& given) {
   auto limits = ResolveLimits(r.request);
   if (!limits) return limits.error();
   r.limits = *limits;
+  // Refused before the clone when this host has no cgroup to give (checked again when the
+  // cgroup is made).
+  if (!r.request.limits_best_effort && (r.request.memory || r.request.cpus || r.request.pids)) {
+    auto where = DispatchCgroup::Probe();
+    if (auto st = CheckLimitsEnforceable(r.request, where ? "" : where.error().Render()); !st) {
+      return st.error();
+    }
+  }
   r.seccomp_groups = r.request.seccomp_allow;
   if (r.limits.nested_userns) r.seccomp_groups.emplace_back("nested-userns");
   auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = r.seccomp_groups});

@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include "base/exit_status.h"
+#include "dispatch/record/exit_reason.h"
 #include "dispatch/sys/stop_signals.h"
 
 namespace sbx::dispatch {
@@ -29,7 +30,8 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess
       if (sig == SIGHUP && hang_up) {
         hang_up();
       } else {
-        sandbox.Signal(sig == SIGHUP ? SIGTERM : sig);
+        outcome.passed_on = sig == SIGHUP ? SIGTERM : sig;
+        sandbox.Signal(outcome.passed_on);
       }
       loop.AddTimer(std::chrono::duration_cast<Clock::duration>(
                         std::chrono::duration<double>(request.grace_seconds)),
@@ -56,24 +58,23 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess
 
 void RecordExit(const siginfo_t& info, const LoopOutcome& loop, DispatchResult* result) {
   result->exit_code = base::ExitCodeFromSiginfo(info);
-  if (info.si_code == CLD_EXITED) {
-    result->reason = DispatchReason::kExited;
-  } else {
-    result->signal = info.si_status;
-    result->reason = DispatchReason::kSignaled;
-  }
+  result->signal = SignalOfExitCode(result->exit_code);
+  result->reason = result->signal ? DispatchReason::kSignaled : DispatchReason::kExited;
   if (loop.stop_signal != 0) result->stop_signal = loop.stop_signal;
   // Died of the stop signal: killed by it, or the supervisor's report of the agent killed
-  // by it (the same 128 + N either way).
+  // by it or by the signal it was passed on as (SIGHUP goes on as SIGTERM).
   const bool ended_by_stop =
-      loop.killed || result->exit_code == base::kSignalExitBase + loop.stop_signal;
+      loop.killed || result->exit_code == base::kSignalExitBase + loop.stop_signal ||
+      (loop.passed_on != 0 && result->exit_code == base::kSignalExitBase + loop.passed_on);
   if (loop.timed_out) {
     result->reason = DispatchReason::kTimeout;
     result->exit_code = kTimeoutExit;
-  } else if (loop.stop_signal != 0 && ended_by_stop) {
+  } else if (loop.stop_signal != 0) {
     result->reason = DispatchReason::kInterrupted;
-    result->signal = loop.stop_signal;
-    result->exit_code = base::kSignalExitBase + loop.stop_signal;
+    if (ended_by_stop) {
+      result->signal = loop.stop_signal;
+      result->exit_code = base::kSignalExitBase + loop.stop_signal;
+    }
   }
 }
 

@@ -16,6 +16,7 @@ struct LoopOutcome {
   bool timed_out = false;
   bool killed = false;  // the grace after a stop signal ran out, or a second one came
   int stop_signal = 0;  // the first SIGINT/SIGTERM/SIGHUP `run` got
+  int passed_on = 0;    // what it went on to the supervisor as (0: a terminal hang-up)
 };
 
 // Serves the relays until the sandbox's first process is gone. SIGINT and SIGTERM are
@@ -28,9 +29,11 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess
                            int signal_fd, const DispatchRequest& request,
                            const std::function<void()>& hang_up);
 
-// What the sandbox's end means. An agent that handled a stop signal and exited by itself
-// is recorded as exited, with its own code; one that died of it (or of the kill after the
-// grace) as interrupted, 128 + the stop signal.
+// What the sandbox's end means. The sandbox's pid 1 (the supervisor; under bwrap, bwrap)
+// reports an agent a signal ended as 128 + N, as a shell does, so such a code is read as
+// that signal (dispatch/record/exit_reason.h). Every stop signal `run` got makes the
+// dispatch `interrupted`: with the agent's own code when it handled the signal and exited
+// by itself, with 128 + the stop signal when it died of it (or of the kill after the grace).
 void RecordExit(const siginfo_t& info, const LoopOutcome& loop, DispatchResult* result);
 
 }  // namespace sbx::dispatch

@@ -1,5 +1,7 @@
 #include "relay/ledger.h"
 
+#include "base/output_file.h"
+
 #include "base/json.h"
 
 #include <fcntl.h>
@@ -65,15 +67,13 @@ std::string FormatLedgerLine(const LedgerEntry& entry) {
 }
 
 base::Result<Ledger> Ledger::Open(const std::string& path) {
-  // O_NONBLOCK: a FIFO at the name must not hold the dispatch (it is refused just below).
-  base::UniqueFd fd(::open(
-      path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
-  if (!fd) return base::ErrnoError("Can't open ledger", path);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return base::ErrnoError("Can't stat ledger", path);
-  if (!S_ISREG(st.st_mode))
-    return base::Error(EINVAL, "Refusing ledger (not a regular file)", path);
-  return Ledger(std::move(fd), path);
+  // The caller's own regular file, or a new one (base/output_file.h): a FIFO, a symlink or
+  // another user's file planted at the name is refused, never written through.
+  auto file = base::OutputFile::Prepare("--ledger", path);
+  if (!file) return file.error();
+  auto fd = file->OpenForAppend(0600);
+  if (!fd) return fd.error();
+  return Ledger(std::move(*fd), path);
 }
 
 base::Status Ledger::Append(const LedgerEntry& entry) {

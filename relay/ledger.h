@@ -35,8 +35,9 @@ std::string FormatLedgerLine(const LedgerEntry& entry);
 
 class Ledger {
  public:
-  // Opens `path` for appending, creating it with mode 0600; refuses a symlink (O_NOFOLLOW)
-  // and anything but a regular file (a FIFO is opened O_NONBLOCK, then refused).
+  // Opens `path` for appending, creating it with mode 0600; refuses anything but the
+  // caller's own regular file at the name, and a directory others could swap it in
+  // (base/output_file.h).
   static base::Result<Ledger> Open(const std::string& path);
 
   // Writes the line with one write(2) on an O_APPEND file, so lines written by several

@@ -143,21 +143,32 @@ bool IsBelow(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-base::Result<base::UniqueFd> OpenPatchFile(const std::optional<std::string>& path,
-                                           const std::string& workspace, const std::string& out) {
-  if (!path) return base::UniqueFd();
+base::Result<std::optional<base::OutputFile>> PreparePatchFile(
+    const std::string& flag, const std::optional<std::string>& path, const std::string& workspace,
+    const std::string& out) {
+  if (!path) return std::optional<base::OutputFile>();
   auto slash = path->rfind('/');
   std::string parent = slash == std::string::npos ? "." : path->substr(0, slash == 0 ? 1 : slash);
   char resolved[PATH_MAX];
-  if (::realpath(parent.c_str(), resolved) == nullptr) return base::ErrnoError("--patch", *path);
+  if (::realpath(parent.c_str(), resolved) == nullptr) return base::ErrnoError(flag, *path);
   if (IsBelow(resolved, workspace) || IsBelow(resolved, out)) {
     return base::Error::Message(
-        fmt::format("--patch {}: must not be inside the sandbox's workspace or out dir", *path));
+        fmt::format("{} {}: must not be inside the sandbox's workspace or out dir", flag, *path));
   }
-  base::UniqueFd fd(
-      ::open(path->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd) return base::ErrnoError("Can't open --patch", *path);
-  return fd;
+  auto file = base::OutputFile::Prepare(flag, *path);
+  if (!file) return file.error();
+  return std::optional<base::OutputFile>(std::move(*file));
+}
+
+base::Status WritePatchFile(base::OutputFile& file, const std::string& workspace,
+                            const std::string& base, const RunAsIds& run_as) {
+  auto fd = file.CreateTemp(0644);
+  if (!fd) return fd.error();
+  if (auto st = WriteHarvestPatch(workspace, base, fd->get(), run_as); !st) {
+    file.Abort();
+    return st;
+  }
+  return file.Commit(fd->get());
 }
 
 base::Result<std::string> ReadBaseCommit(const std::string& workspace, const RunAsIds& run_as) {

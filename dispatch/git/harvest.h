@@ -14,6 +14,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/output_file.h"
 #include "base/unique_fd.h"
 #include "runtime/spec.h"
 
@@ -28,10 +29,17 @@ base::Result<std::string> ReadBaseCommit(const std::string& workspace, const Run
 base::Status WriteHarvestPatch(const std::string& workspace, const std::string& base, int out_fd,
                                const RunAsIds& run_as);
 
-// Opens --patch FILE for writing before the sandbox starts, so a bad path fails early: it
-// must not be inside the workspace or the out dir (the agent could have left a symlink
-// there), and its last component is never followed. No path: an empty fd.
-base::Result<base::UniqueFd> OpenPatchFile(const std::optional<std::string>& path,
-                                           const std::string& workspace, const std::string& out);
+// Checks --patch FILE (or harvest's -o, named by `flag`) before the sandbox starts, so a
+// bad path fails early: it must not be inside the workspace or the out dir (the agent
+// could have left a symlink there), and what base/output_file.h refuses is refused. No
+// path: nullopt.
+base::Result<std::optional<base::OutputFile>> PreparePatchFile(
+    const std::string& flag, const std::optional<std::string>& path, const std::string& workspace,
+    const std::string& out);
+
+// WriteHarvestPatch into a temporary file beside `file`'s name, renamed into place when the
+// whole patch is written; a failed harvest leaves no file (and an old one as it was).
+base::Status WritePatchFile(base::OutputFile& file, const std::string& workspace,
+                            const std::string& base, const RunAsIds& run_as);
 
 }  // namespace sbx::dispatch

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/unique_fd.h"
+#include "dispatch/sys/caller_stderr.h"
 #include "dispatch/sys/run_as_child.h"
 
 namespace sbx::dispatch {
@@ -134,7 +135,7 @@ std::vector<std::string> UnwritablePlaces(const DispatchRequest& request, const 
 void WarnUnwritablePlaces(const DispatchRequest& request, const DispatchDirs& dirs,
                           const RunAsIds& run_as) {
   for (const std::string& line : UnwritablePlaces(request, dirs, run_as)) {
-    fmt::print(stderr, "ateam-sandbox run: {}\n", line);
+    SayToCaller(line);
   }
 }
 

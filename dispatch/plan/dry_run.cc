@@ -104,6 +104,9 @@ void PrintDryRun(const DryRunFacts& f) {
   }
   for (const auto& line : f.limits->enforced) fmt::print("limit: {}\n", line);
   for (const auto& line : f.limits->not_enforced) fmt::print("limit not enforced: {}\n", line);
+  for (const auto& [limit, mechanism] : f.limits->by) {
+    fmt::print("limit {}: {}\n", limit, mechanism);
+  }
   fmt::print(
       "# the same sandbox with bwrap alone: no tunnel (the routes are unreachable), no seccomp "
       "filter, no Landlock{}\n",

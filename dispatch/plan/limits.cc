@@ -199,13 +199,18 @@ LimitsReport ReportLimits(const DispatchLimits& limits, bool backend_bwrap,
 }
 
 std::string RenderLimitsJson(const DispatchLimits& limits, const LimitsReport& report) {
+  std::string by;
+  for (const auto& [limit, mechanism] : report.by) {
+    if (!by.empty()) by += ", ";
+    by += base::JsonQuote(limit) + ": " + base::JsonQuote(mechanism);
+  }
   return fmt::format(
       R"({{"tmpfs_size": {}, "memory": {}, "pids": {}, "cpus": {}, "nested_userns": {}, )"
-      R"("enforced": {}, "not_enforced": {}}})",
+      R"("enforced": {}, "not_enforced": {}, "by": {{{}}}}})",
       limits.tmpfs_size, limits.memory, limits.pids,
       limits.cpus ? fmt::format("{}", *limits.cpus) : "null",
       limits.nested_userns ? "true" : "false", JsonList(report.enforced),
-      JsonList(report.not_enforced));
+      JsonList(report.not_enforced), by);
 }
 
 }  // namespace sbx::dispatch

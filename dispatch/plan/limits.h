@@ -59,6 +59,8 @@ runtime::SelfLimits SelfLimitsFor(const DispatchLimits& limits);
 struct LimitsReport {
   std::vector<std::string> enforced;      // "tmpfs: ...", "pids: ...", ...
   std::vector<std::string> not_enforced;  // each with the reason
+  // Each limit and what enforces it, or "not enforced" (dispatch/plan/limit_check.h).
+  std::vector<std::pair<std::string, std::string>> by;
 };
 // `backend_bwrap`: the bwrap backend cannot apply the sandbox's own sysctls nor the
 // nr_inodes and /dev sizes; `cgroup`: "" when no cgroup is used, else its description;

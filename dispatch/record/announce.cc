@@ -6,11 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/sys/caller_stderr.h"
+
 namespace sbx::dispatch {
 
 void AnnounceDispatch(const std::string& id, const std::string& workspace, const std::string& out) {
   if (::isatty(STDERR_FILENO) != 1) return;
-  fmt::print(stderr, "ateam-sandbox run: dispatch {}: workspace {}, out {}\n", id, workspace, out);
+  SayToCaller(fmt::format("dispatch {}: workspace {}, out {}", id, workspace, out));
 }
 
 }  // namespace sbx::dispatch

@@ -12,6 +12,7 @@
 #include "dispatch/git/workspace.h"
 #include "dispatch/host/dir.h"
 #include "dispatch/record/status_json.h"
+#include "dispatch/sys/caller_stderr.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -172,12 +173,12 @@ void DispatchDirEnd::Finish(const DispatchResult& result) {
   if (::fstat(dir_fd_.get(), &st) != 0 || st.st_nlink == 0) return;
   if (remove_) {
     if (auto removed = RemoveDispatchDir(root_fd_.get(), id_, run_as_); !removed) {
-      fmt::print(stderr, "ateam-sandbox run: --rm: {} ({})\n", removed.error().Render(), path_);
+      SayToCaller(fmt::format("--rm: {} ({})", removed.error().Render(), path_));
     }
     return;
   }
   if (auto written = WriteDispatchRecord(dir_fd_.get(), RenderStatusJson(result)); !written) {
-    fmt::print(stderr, "ateam-sandbox run: {} ({})\n", written.error().Render(), path_);
+    SayToCaller(fmt::format("{} ({})", written.error().Render(), path_));
   }
 }
 

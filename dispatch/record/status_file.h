@@ -5,14 +5,16 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/output_file.h"
 #include "base/unique_fd.h"
 
 namespace sbx::dispatch {
 
 class StatusFile {
  public:
-  // Opens the directory the file goes in, and refuses a name that exists but is not a
-  // regular file (a symlink, a FIFO: opened O_NOFOLLOW | O_NONBLOCK, so nothing blocks).
+  // Opens and checks the directory the file goes in, and refuses a name that exists but is
+  // not the caller's own regular file (base/output_file.h: nothing is opened, nothing
+  // blocks).
   static base::Result<StatusFile> Open(const std::string& path);
 
   // Writes `text` to a new temporary file beside the name and renames it into place:
@@ -20,14 +22,11 @@ class StatusFile {
   // when the directory is `workspace` or `out` or below them (checked by inode; the dispatch
   // refused to start with such a name already).
   [[nodiscard]] base::Status Write(const std::string& text, const std::string& workspace,
-                                   const std::string& out) const;
+                                   const std::string& out);
 
  private:
-  StatusFile(std::string path, std::string name, base::UniqueFd dir)
-      : path_(std::move(path)), name_(std::move(name)), dir_(std::move(dir)) {}
-  std::string path_;
-  std::string name_;
-  base::UniqueFd dir_;
+  explicit StatusFile(base::OutputFile file) : file_(std::move(file)) {}
+  base::OutputFile file_;
 };
 
 }  // namespace sbx::dispatch

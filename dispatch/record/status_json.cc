@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/json.h"
+#include "dispatch/record/exit_reason.h"
 
 namespace sbx::dispatch {
 using base::JsonQuote;
@@ -23,6 +24,8 @@ std::string_view ReasonName(DispatchReason reason) {
       return "runtime-error";
     case DispatchReason::kDryRun:
       return "dry-run";
+    case DispatchReason::kHarvestFailed:
+      return "harvest-failed";
   }
   return "runtime-error";
 }
@@ -37,6 +40,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
         JsonQuote(route.upstream));
   }
   std::string signal = r.signal ? fmt::format("{}", *r.signal) : "null";
+  std::string signal_name = r.signal ? JsonQuote(SignalName(*r.signal)) : "null";
   std::string stop_signal = r.stop_signal ? fmt::format("{}", *r.stop_signal) : "null";
   std::string error = r.error.empty() ? "null" : JsonQuote(r.error);
   std::string landlock_parts;
@@ -58,6 +62,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"routes\": [{}],\n"
       "  \"exit_code\": {},\n"
       "  \"signal\": {},\n"
+      "  \"signal_name\": {},\n"
       "  \"reason\": {},\n"
       "  \"stop_signal\": {},\n"
       "  \"error\": {},\n"
@@ -72,7 +77,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
-      signal, JsonQuote(ReasonName(r.reason)), stop_signal, error, r.limits_json,
+      signal, signal_name, JsonQuote(ReasonName(r.reason)), stop_signal, error, r.limits_json,
       JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
       r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
       r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);

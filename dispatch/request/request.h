@@ -45,6 +45,7 @@ struct DispatchRequest {
   std::optional<long long> pids;      // --pids
   std::optional<double> cpus;         // --cpus
   bool allow_nested_userns = false;   // --allow-nested-userns
+  bool limits_best_effort = false;    // --limits best-effort (dispatch/plan/limit_check.h)
   TtyMode tty = TtyMode::kOff;        // --tty / --no-tty; the command line's default is kAuto
   std::vector<std::string> command;
 };

@@ -17,13 +17,14 @@ inline constexpr int kTimeoutExit = 124;
 
 // How a dispatch ended (the status document's `reason`).
 enum class DispatchReason {
-  kExited,        // the agent exited by itself (also after a stop signal it handled)
-  kSignaled,      // a signal ended the agent's sandbox
-  kOom,           // the memory limit: the kernel's OOM killer ended it
-  kTimeout,       // --timeout expired: the sandbox was killed whole
-  kInterrupted,   // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
-  kRuntimeError,  // the runtime failed (setup, bad input): `error` says why
-  kDryRun,        // --dry-run: nothing ran
+  kExited,         // the agent exited by itself (also after a stop signal it handled)
+  kSignaled,       // a signal ended the agent's sandbox
+  kOom,            // the memory limit: the kernel's OOM killer ended it
+  kTimeout,        // --timeout expired: the sandbox was killed whole
+  kInterrupted,    // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
+  kRuntimeError,   // the runtime failed (setup, bad input): `error` says why
+  kDryRun,         // --dry-run: nothing ran
+  kHarvestFailed,  // the agent ended, but its --patch could not be written (patch_error)
 };
 std::string_view ReasonName(DispatchReason reason);
 

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -273,7 +274,8 @@ TEST_F(RunLimitsTest, AnAgentsOwnBwrapNeedsTheFlag) {
 TEST_F(RunLimitsTest, StatusAndDryRunSayWhatIsEnforced) {
   TempDir state;
   std::string status = state.Sub("status.json");
-  RunResult res = RunAteam(Options({"--status-json", status, "--pids", "300"}), {"true"});
+  RunResult res = RunAteam(
+      Options({"--status-json", status, "--pids", "300", "--limits", "best-effort"}), {"true"});
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   std::string json = ReadFile(status).value_or("");
   EXPECT_NE(json.find("\"limits\": {\"tmpfs_size\": 2147483648"), std::string::npos) << json;
@@ -287,6 +289,60 @@ TEST_F(RunLimitsTest, StatusAndDryRunSayWhatIsEnforced) {
   RunResult dry = RunAteam(Options({"--dry-run"}), {"true"});
   EXPECT_NE(dry.out.find("limit: tmpfs: home and /tmp 2 GiB each"), std::string::npos) << dry.out;
   EXPECT_NE(dry.out.find("rlimit: nproc at most 4096"), std::string::npos) << dry.out;
+}
+
+// A limit asked for that this host cannot enforce is refused before anything is made;
+// --limits best-effort runs without it, and the status document says so.
+TEST_F(RunLimitsTest, AnUnenforceableLimitIsRefusedUnlessBestEffort) {
+  std::string reason = NoCgroupReason();
+  if (reason.empty()) GTEST_SKIP() << "this caller has a cgroup here: every limit is enforced";
+  RootTempDir scratch;
+  std::string repo = scratch.Sub("repo");
+  ASSERT_EQ(RunCommand({"git", "init", "-q", repo}).exit_code, 0);
+  ASSERT_EQ(RunCommand({"git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                        "-q", "--allow-empty", "-m", "x"})
+                .exit_code,
+            0);
+  std::string root = scratch.Sub("dispatches");
+  for (const Args& flag : {Args{"--memory", "1g"}, Args{"--cpus", "0.5"}}) {
+    Args options = {"--repo", repo, "--workspace-root", root, "--no-default-allow"};
+    options.insert(options.end(), flag.begin(), flag.end());
+    RunResult res = RunAteam(options, {"/bin/sh", "-c", "echo ran"});
+    EXPECT_EQ(res.exit_code, 125) << Describe(res);
+    EXPECT_EQ(std::count(res.err.begin(), res.err.end(), '\n'), 1) << Describe(res);
+    EXPECT_NE(res.err.find(flag[0] + " " + flag[1] + ": can't be enforced here"), std::string::npos)
+        << Describe(res);
+    EXPECT_NE(res.err.find("--limits best-effort"), std::string::npos) << Describe(res);
+    EXPECT_EQ(res.out.find("ran"), std::string::npos) << Describe(res);
+    RunResult listing = RunCommand({"/bin/sh", "-c", "ls -A " + root + " 2>/dev/null"});
+    EXPECT_EQ(listing.out, "") << "a refused run left " << listing.out;
+  }
+  TempDir state;
+  std::string status = state.Sub("status.json");
+  RunResult res = RunAteam(
+      Options({"--memory", "1g", "--limits", "best-effort", "--status-json", status}), {"true"});
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  std::string json = ReadFile(status).value_or("");
+  EXPECT_NE(json.find("\"memory\": \"not enforced\""), std::string::npos) << json;
+  RunResult dry = RunAteam(Options({"--memory", "1g", "--dry-run"}), {"true"});
+  EXPECT_EQ(dry.exit_code, 125) << Describe(dry);
+  RunResult dry_best =
+      RunAteam(Options({"--memory", "1g", "--limits", "best-effort", "--dry-run"}), {"true"});
+  EXPECT_NE(dry_best.out.find("limit memory: not enforced"), std::string::npos) << dry_best.out;
+}
+
+// Where this caller has a cgroup, the status document names it as what enforces memory.
+TEST_F(RunLimitsTest, TheStatusDocumentNamesWhatEnforcesEachLimit) {
+  TempDir state;
+  std::string status = state.Sub("status.json");
+  RunResult res = RunAteam(Options({"--limits", "best-effort", "--status-json", status}), {"true"});
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  std::string json = ReadFile(status).value_or("");
+  const bool cgroup = NoCgroupReason().empty();
+  EXPECT_NE(json.find(cgroup ? "\"memory\": \"cgroup\"" : "\"memory\": \"not enforced\""),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(Native() ? "rlimit nproc\"" : "\"pids\": \""), std::string::npos) << json;
 }
 
 TEST_F(RunLimitsTest, NoCoreDumpsAndABoundedFileLimit) {

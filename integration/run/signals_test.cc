@@ -67,7 +67,7 @@ constexpr char kRecordingTraps[] =
     "TERM";
 
 // Each stop signal reaches the agent as it came; the agent handled it and exited by
-// itself, so the dispatch ends with its own code, recorded as such.
+// itself, so the dispatch ends with its own code, and is recorded as interrupted.
 TEST_F(RunSignalsTest, StopSignalsReachTheAgentAsTheyCame) {
   struct Case {
     int signal;
@@ -82,7 +82,8 @@ TEST_F(RunSignalsTest, StopSignalsReachTheAgentAsTheyCame) {
     RunResult res = run.Wait(milliseconds(20000));
     EXPECT_EQ(ReadFile(out_.Sub("got")).value_or("<none>"), c.recorded);
     EXPECT_EQ(res.exit_code, c.exit_code) << Describe(res);
-    EXPECT_EQ(Field(Status(), "reason"), "\"exited\"") << Status();
+    EXPECT_EQ(Field(Status(), "reason"), "\"interrupted\"") << Status();
+    EXPECT_EQ(Field(Status(), "signal"), "null") << Status();
     EXPECT_EQ(Field(Status(), "stop_signal"), std::to_string(c.signal)) << Status();
   }
 }
@@ -109,6 +110,33 @@ TEST_F(RunSignalsTest, AnAgentIgnoringTheSignalIsKilledAfterTheGrace) {
   EXPECT_EQ(ReadFile(out_.Sub("got")).value_or("<none>"), "TERM\n");
   EXPECT_EQ(Field(Status(), "reason"), "\"interrupted\"") << Status();
   EXPECT_EQ(Field(Status(), "signal"), "15") << Status();
+}
+
+// SIGHUP without a terminal goes on as SIGTERM; an agent dying of that is interrupted by
+// the SIGHUP `run` got.
+TEST_F(RunSignalsTest, AnAgentDyingOfAHangUpIsInterrupted) {
+  Process run = StartTrappingAgent("trap - TERM", {"--no-tty"});
+  ASSERT_TRUE(run.WaitForOutput("ready", milliseconds(20000))) << run.out();
+  ASSERT_EQ(kill(run.pid(), SIGHUP), 0);
+  RunResult res = run.Wait(milliseconds(20000));
+  EXPECT_EQ(res.exit_code, 128 + SIGHUP) << Describe(res);
+  EXPECT_EQ(Field(Status(), "reason"), "\"interrupted\"") << Status();
+  EXPECT_EQ(Field(Status(), "signal_name"), "\"SIGHUP\"") << Status();
+  EXPECT_EQ(Field(Status(), "stop_signal"), std::to_string(SIGHUP)) << Status();
+}
+
+// An agent a signal ended (a crash, a kill from inside) is `signaled`, with the name.
+TEST_F(RunSignalsTest, AnAgentEndedByASignalIsSignaledWithItsName) {
+  for (const auto& [sig, name] : {std::pair{SIGSEGV, "SIGSEGV"}, std::pair{SIGKILL, "SIGKILL"}}) {
+    RunResult res =
+        RunAteam({"--workspace", work_.path(), "--out", out_.path(), "--status-json", status()},
+                 {"/bin/sh", "-c", "kill -" + std::to_string(sig) + " $$"});
+    EXPECT_EQ(res.exit_code, 128 + sig) << Describe(res);
+    EXPECT_EQ(Field(Status(), "reason"), "\"signaled\"") << Status();
+    EXPECT_EQ(Field(Status(), "signal"), std::to_string(sig)) << Status();
+    EXPECT_EQ(Field(Status(), "signal_name"), std::string("\"") + name + "\"") << Status();
+    EXPECT_EQ(Field(Status(), "stop_signal"), "null") << Status();
+  }
 }
 
 TEST_F(RunSignalsTest, BadGraceIsOneLine) {

@@ -34,6 +34,7 @@ TEST(StatusJsonTest, ExitedDocumentIsExact) {
             "\"sandbox_address\": \"127.77.0.2\", \"upstream\": \"203.0.113.7:443\"}],\n"
             "  \"exit_code\": 0,\n"
             "  \"signal\": null,\n"
+            "  \"signal_name\": null,\n"
             "  \"reason\": \"exited\",\n"
             "  \"stop_signal\": null,\n"
             "  \"error\": null,\n"
