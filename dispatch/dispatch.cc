@@ -21,6 +21,7 @@
 
 #include "base/exit_status.h"
 #include "base/syscalls.h"
+#include "dispatch/broker_setup.h"
 #include "dispatch/cgroup.h"
 #include "dispatch/dispatch_announce.h"
 #include "dispatch/dispatch_dir.h"
@@ -393,8 +394,9 @@ struct HostServices {
     loop = std::move(*made_loop);
     if (r.run_as) socket_owner = r.run_as->uid;
     relay::HostRelayOptions options{
-        state_dir->path(), r.routes, {}, r.request.ledger.value_or(""), socket_owner};
-    auto relays = relay::HostRelay::Create(loop.get(), options);
+        state_dir->path(), r.routes, {}, r.request.ledger.value_or(""), socket_owner, {}, {}};
+    if (auto st = AddBrokerOptions(r.request, r.routes, r.host_env, options); !st) return st;
+    auto relays = relay::HostRelay::Create(loop.get(), std::move(options));
     if (!relays) {
       // When it is the preset's endpoint that failed, say how to go without it.
       const std::string& preset = ProfileFor(r.request.agent).default_endpoint;
@@ -456,12 +458,12 @@ base::Result<SandboxPlan> PlanSandbox(const ResolvedRequest& r, const DispatchDi
     auto address = netns::RouteAddress(static_cast<size_t>(route.route.index));
     if (!address) return address.error();
     paths.route_sockets.push_back(route.socket_path);
-    paths.route_listen.push_back(fmt::format("{}:{}", *address, route.route.port));
+    paths.route_listen.push_back(fmt::format("{}:{}", *address, relay::SandboxPort(route.route)));
     result->routes.push_back({route.route.host, route.route.port, *address,
                               route.upstream.ToString(),
                               std::string(relay::RouteKindName(route.route.kind))});
     // What the supervisor will apply: the same kernel answers there as here.
-    landlock->connect_ports.push_back(static_cast<uint16_t>(route.route.port));
+    landlock->connect_ports.push_back(relay::SandboxPort(route.route));
   }
   SandboxPlan planned;
   planned.landlock = security::BuildLandlockRuleset(*landlock, security::LandlockAbi());

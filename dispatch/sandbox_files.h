@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
@@ -24,8 +25,10 @@ inline constexpr size_t kMaxCredentialsBytes = size_t{1} << 20;
 // it only when every directory above it belongs to root or to the file's owner and nobody
 // else can write there (a sticky one such as /var/tmp may be on the way), so that no other
 // user can steer root's read to a file of root's. Every refusal is one line.
+// `flag` names the option in messages (--broker-secret reads its files the same way).
 base::Result<std::string> ReadCredentialsFile(const std::string& path,
-                                              const std::string& flag_value, bool root_caller);
+                                              const std::string& flag_value, bool root_caller,
+                                              std::string_view flag = "--credentials");
 
 // What goes into /etc/resolv.conf inside: no server (the routes are in /etc/hosts), so the
 // resolver falls back to the loopback address, where nothing listens, and any other name
