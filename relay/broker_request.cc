@@ -55,6 +55,12 @@ bool ListNames(std::string_view list, std::string_view name) {
   return false;
 }
 
+// RFC 9110 5.6.2 tchar.
+bool IsTokenChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
 BrokerRequestRewriter* Self(http_parser* parser) {
   return static_cast<BrokerRequestRewriter*>(parser->data);
 }
@@ -287,6 +293,10 @@ int BrokerRequestRewriter::CheckAndWriteHead() {
   std::string_view connection;
   bool expect_continue = false;
   for (auto& [name, value] : headers_) {
+    // http-parser takes "Name : value" with the blank in the name; a server may not.
+    if (name.empty() || !std::all_of(name.begin(), name.end(), IsTokenChar)) {
+      return refuse(BrokerRefusal::kMalformed);
+    }
     std::string_view v = TrimBlanks(value);
     for (char c : v) {
       const auto byte = static_cast<unsigned char>(c);
