@@ -130,7 +130,7 @@ void BrokerConnection::Advance() {
       Close(EndReason::kClosed, 0, false);
       return;
     }
-    if (drained && down_eof_ && !request_open_ && !rewriter_.started()) {
+    if (drained && down_eof_ && in_size_ == 0 && !request_open_ && !rewriter_.started()) {
       Close(EndReason::kClosed, 0, false);
       return;
     }

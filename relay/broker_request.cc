@@ -213,7 +213,19 @@ void BrokerRequestRewriter::NextMessage() {
   bytes_in_ = 0;
 }
 
+void BrokerRequestRewriter::NameRequest() {
+  // The parser knows the method once the target began.
+  if (url_.empty() || !path_.empty()) return;
+  method_ = http_method_str(static_cast<http_method>(parser_.method));
+  const size_t query = url_.find_first_of("?#");
+  std::string_view path = std::string_view(url_).substr(0, query);
+  for (char c : path.substr(0, kMaxLoggedPath)) {
+    path_.push_back(c > 0x20 && c < 0x7f && c != '"' && c != '\\' ? c : '?');
+  }
+}
+
 void BrokerRequestRewriter::Refuse(BrokerRefusal refusal) {
+  NameRequest();
   state_ = State::kRefused;
   refusal_ = refusal;
 }
@@ -272,12 +284,7 @@ int BrokerRequestRewriter::CheckAndWriteHead() {
     Refuse(refusal);
     return -1;
   };
-  method_ = http_method_str(static_cast<http_method>(parser_.method));
-  const size_t query = url_.find_first_of("?#");
-  std::string_view path = std::string_view(url_).substr(0, query);
-  for (char c : path.substr(0, kMaxLoggedPath)) {
-    path_.push_back(c > 0x20 && c < 0x7f && c != '"' && c != '\\' ? c : '?');
-  }
+  NameRequest();
   if (parser_.http_major != 1 || parser_.http_minor != 1) {
     return refuse(BrokerRefusal::kUnsupported);
   }

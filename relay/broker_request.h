@@ -104,6 +104,8 @@ class BrokerRequestRewriter {
   enum class Scan { kMore, kEnd, kBad };
   Scan ScanHeadByte(char c);
   int CheckAndWriteHead();
+  // Sets method() and path() from what was parsed of the request line, once.
+  void NameRequest();
   void Refuse(BrokerRefusal refusal);
 
   std::string_view host_;
