@@ -22,8 +22,7 @@ bool IsTokenChar(char c) {
 bool IsEnvName(std::string_view name) {
   if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
   });
 }
 
@@ -51,8 +50,8 @@ base::Result<relay::BrokerSecret> TakeSecret(std::string& value, const std::stri
 
 base::Result<BrokerSecretSpec> ParseBrokerSecret(std::string_view text) {
   auto refuse = [&](std::string_view why) {
-    return base::Error::Message(fmt::format(
-        "--broker-secret {}: {} (HOST:HEADER=@FILE or HOST:HEADER=$NAME)", text, why));
+    return base::Error::Message(
+        fmt::format("--broker-secret {}: {} (HOST:HEADER=@FILE or HOST:HEADER=$NAME)", text, why));
   };
   const size_t colon = text.find(':');
   const size_t eq = text.find('=');
@@ -67,8 +66,8 @@ base::Result<BrokerSecretSpec> ParseBrokerSecret(std::string_view text) {
   if (spec.header.empty() || !std::all_of(spec.header.begin(), spec.header.end(), IsTokenChar)) {
     return refuse("HEADER is not a header name");
   }
-  static constexpr std::string_view kFixed[] = {"host", "content-length", "transfer-encoding",
-                                                "connection", "upgrade", "te", "trailer"};
+  static constexpr std::string_view kFixed[] = {
+      "host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer"};
   for (std::string_view fixed : kFixed) {
     if (EqualsIgnoringCase(spec.header, fixed)) return refuse("the relay writes that header");
   }
@@ -82,6 +81,14 @@ base::Result<BrokerSecretSpec> ParseBrokerSecret(std::string_view text) {
     return refuse("the value must be @FILE or $NAME, never the secret itself");
   }
   return spec;
+}
+
+DumpableWhileCloning::DumpableWhileCloning() : restore_(::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0) {
+  if (restore_) ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
+
+DumpableWhileCloning::~DumpableWhileCloning() {
+  if (restore_) ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 bool HasBrokerRoute(const std::vector<relay::Route>& routes) {
@@ -100,9 +107,9 @@ base::Result<std::vector<relay::BrokerCredential>> LoadBrokerSecrets(
       return r.host == spec->host && r.kind == relay::RouteKind::kBroker;
     });
     if (!routed) {
-      return base::Error::Message(fmt::format(
-          "--broker-secret {}: {} is not a broker route (--allow {},broker)", text, spec->host,
-          spec->host));
+      return base::Error::Message(
+          fmt::format("--broker-secret {}: {} is not a broker route (--allow {},broker)", text,
+                      spec->host, spec->host));
     }
     if (std::any_of(credentials.begin(), credentials.end(),
                     [&](const relay::BrokerCredential& c) { return c.host == spec->host; })) {
@@ -153,9 +160,9 @@ base::Status AddBrokerOptions(const DispatchRequest& request,
                               relay::HostRelayOptions& options) {
   if (!HasBrokerRoute(routes)) {
     if (!request.broker_secrets.empty()) {
-      return base::Error::Message(fmt::format(
-          "--broker-secret {}: there is no broker route (--allow HOST,broker)",
-          request.broker_secrets.front()));
+      return base::Error::Message(
+          fmt::format("--broker-secret {}: there is no broker route (--allow HOST,broker)",
+                      request.broker_secrets.front()));
     }
     return {};
   }

@@ -25,10 +25,10 @@
 namespace sbx::dispatch {
 
 struct BrokerSecretSpec {
-  std::string host;     // lower case
-  std::string header;   // an HTTP token
+  std::string host;    // lower case
+  std::string header;  // an HTTP token
   bool from_file = false;
-  std::string source;   // FILE (absolute after CheckRequestPaths) or NAME
+  std::string source;  // FILE (absolute after CheckRequestPaths) or NAME
 };
 
 // Parses one --broker-secret value; pure.
@@ -55,6 +55,22 @@ base::Status AddBrokerOptions(const DispatchRequest& request,
                               const std::vector<std::string>& host_env,
                               relay::HostRelayOptions& options);
 
+// While it lives, a process made non-dumpable for a broker route is dumpable again, and
+// back to non-dumpable after (a no-op for a dumpable process). For the native backend's
+// clone: the child inherits the flag, the kernel gives a non-dumpable process's /proc
+// files to root, and an unprivileged run must write the child's uid_map. The child never
+// holds the secret (MADV_WIPEONFORK) and execs; the window is the clone alone.
+class DumpableWhileCloning {
+ public:
+  DumpableWhileCloning();
+  ~DumpableWhileCloning();
+  DumpableWhileCloning(const DumpableWhileCloning&) = delete;
+  DumpableWhileCloning& operator=(const DumpableWhileCloning&) = delete;
+
+ private:
+  bool restore_ = false;
+};
+
 // Whether any route is a broker route.
 bool HasBrokerRoute(const std::vector<relay::Route>& routes);
 
@@ -63,7 +79,6 @@ bool HasBrokerRoute(const std::vector<relay::Route>& routes);
 // through (the preset's key variables, and every $NAME a secret comes from, are taken out);
 // `env` gets the preset's settings. Fails when --env names a secret's variable.
 base::Status ApplyBrokerEnvironment(const DispatchRequest& request, AgentPreset preset,
-                                    std::vector<std::string>& names,
-                                    std::vector<std::string>& env);
+                                    std::vector<std::string>& names, std::vector<std::string>& env);
 
 }  // namespace sbx::dispatch

@@ -72,6 +72,7 @@ class SandboxProcess {
                                             const DispatchRequest& request) {
     SandboxProcess p;
     if (request.backend == DispatchBackend::kNative) {
+      const DumpableWhileCloning dumpable;  // the child's uid map is run's to write
       auto started = runtime::Start(plan);
       if (!started) return started.error();
       p.native_.emplace(std::move(*started));

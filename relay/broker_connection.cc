@@ -380,9 +380,9 @@ void BrokerConnection::FailUpstream(EndReason reason, int err, std::string detai
 }
 
 void BrokerConnection::Answer(int status) {
-  std::string answer = fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status,
-      ReasonPhrase(status));
+  std::string answer =
+      fmt::format("HTTP/1.1 {} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status,
+                  ReasonPhrase(status));
   out_head_ = out_tail_ = 0;
   std::memcpy(out_.get(), answer.data(), std::min(answer.size(), route_->limits.buffer_bytes));
   out_tail_ = std::min(answer.size(), route_->limits.buffer_bytes);

@@ -41,8 +41,8 @@ namespace sbx::relay {
 
 // What every connection of one broker route shares; outlives them.
 struct BrokerRoute {
-  std::string host;                     // lower case, what Host must name, SNI
-  std::string header;                   // the header the secret goes into; empty: none
+  std::string host;                      // lower case, what Host must name, SNI
+  std::string header;                    // the header the secret goes into; empty: none
   const BrokerSecret* secret = nullptr;  // with `header`
   SSL_CTX* tls = nullptr;
   Endpoint target = Endpoint::Tcp(SocketAddress());

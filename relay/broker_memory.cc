@@ -3,8 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -24,8 +24,7 @@ size_t PageRounded(size_t size) {
 base::Result<SecretMemory> SecretMemory::Allocate(size_t size) {
   SecretMemory memory;
   const size_t length = PageRounded(size == 0 ? 1 : size);
-  void* pages =
-      ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* pages = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (pages == MAP_FAILED) return base::ErrnoError("Can't map memory for a brokered secret");
   memory.data_ = static_cast<char*>(pages);
   memory.size_ = length;

@@ -12,9 +12,9 @@ namespace {
 // Below a request's own framing headers: the headers of one hop only (RFC 9110 7.6.1), and
 // the ones the relay writes itself.
 constexpr std::array<std::string_view, 11> kDropped = {
-    "connection",          "keep-alive", "proxy-connection",  "te",
-    "trailer",             "upgrade",    "proxy-authorization", "proxy-authenticate",
-    "transfer-encoding",   "host",       "content-length"};
+    "connection",        "keep-alive", "proxy-connection",    "te",
+    "trailer",           "upgrade",    "proxy-authorization", "proxy-authenticate",
+    "transfer-encoding", "host",       "content-length"};
 
 // Room Feed() keeps in the output per call in a body: the chunk lines the relay writes for
 // the pieces a call cuts a chunk into, and the last chunk.

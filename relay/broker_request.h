@@ -48,7 +48,7 @@ enum class BrokerRefusal {
   kBadBody,       // the body broke after the head was sent: close, no answer
 };
 std::string_view BrokerRefusalName(BrokerRefusal refusal);  // the ledger's "end"
-int RefusalStatus(BrokerRefusal refusal);                    // 0 for kNone and kBadBody
+int RefusalStatus(BrokerRefusal refusal);                   // 0 for kNone and kBadBody
 
 class BrokerRequestRewriter {
  public:

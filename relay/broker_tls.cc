@@ -47,7 +47,8 @@ base::Result<SslCtxPtr> MakeBrokerTlsContext(const std::optional<std::string>& c
     if (cert == nullptr) break;
     int ok = X509_STORE_add_cert(store, cert);
     X509_free(cert);
-    if (ok != 1) return base::Error(EINVAL, "Can't use a --broker-ca certificate", LastOpenSslError());
+    if (ok != 1)
+      return base::Error(EINVAL, "Can't use a --broker-ca certificate", LastOpenSslError());
     ++added;
   }
   ERR_clear_error();  // the end of the PEM text reads as an error
@@ -58,7 +59,8 @@ base::Result<SslCtxPtr> MakeBrokerTlsContext(const std::optional<std::string>& c
 base::Result<SslPtr> MakeBrokerTls(SSL_CTX* ctx, int fd, const std::string& host) {
   SslPtr ssl(SSL_new(ctx));
   if (!ssl) return base::Error(ENOMEM, "Can't start TLS", LastOpenSslError());
-  if (SSL_set_fd(ssl.get(), fd) != 1 || SSL_ctrl(ssl.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+  if (SSL_set_fd(ssl.get(), fd) != 1 ||
+      SSL_ctrl(ssl.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                const_cast<char*>(host.c_str())) != 1 ||
       SSL_set1_host(ssl.get(), host.c_str()) != 1) {
     return base::Error(EINVAL, "Can't set up TLS for", host);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -66,43 +67,68 @@ std::vector<int> Descendants(int root) {
 }
 
 struct MemoryScan {
-  int processes = 0;  // whose memory could be read
+  int processes = 0;                 // whose memory could be read
   std::vector<std::string> holders;  // "PID (comm)" of each process that holds the needle
   std::string unreadable;
 };
 
-// Reads every readable mapping of each process through /proc/PID/mem and looks for `needle`.
+struct Region {
+  unsigned long long start = 0;  // NOLINT(google-runtime-int): sscanf's %llx
+  unsigned long long end = 0;    // NOLINT(google-runtime-int)
+};
+
+// The readable mappings of `pid` that hold any page (/proc/PID/smaps "Rss" above 0): a
+// mapping never touched is all zeros and can hold nothing.
+std::vector<Region> ResidentRegions(const std::string& dir) {
+  std::vector<Region> regions;
+  std::ifstream smaps(dir + "/smaps");
+  Region current;
+  bool readable = false;
+  for (std::string line; std::getline(smaps, line);) {
+    Region header;
+    char perms[8] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %7s", &header.start, &header.end, perms) == 3) {
+      current = header;
+      readable = perms[0] == 'r' && line.find("[vvar") == std::string::npos;
+      continue;
+    }
+    unsigned long long rss = 0;  // NOLINT(google-runtime-int)
+    if (readable && std::sscanf(line.c_str(), "Rss: %llu kB", &rss) == 1 && rss > 0) {
+      regions.push_back(current);
+    }
+  }
+  return regions;
+}
+
+// Reads every resident readable mapping of each process through /proc/PID/mem and looks
+// for `needle`.
 MemoryScan ScanMemory(const std::vector<int>& pids, const std::string& needle) {
   MemoryScan scan;
+  constexpr size_t kChunk = size_t{4} << 20;
+  std::vector<char> buffer(needle.size() + kChunk);
   for (int pid : pids) {
     const std::string dir = "/proc/" + std::to_string(pid);
-    std::ifstream maps(dir + "/maps");
     int mem = ::open((dir + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
-    if (mem < 0 || !maps) {
+    if (mem < 0) {
       scan.unreadable += " " + std::to_string(pid);
-      if (mem >= 0) ::close(mem);
       continue;
     }
     ++scan.processes;
     bool holds = false;
-    for (std::string line; !holds && std::getline(maps, line);) {
-      unsigned long long start = 0, end = 0;  // NOLINT(google-runtime-int)
-      char perms[8] = {};
-      if (std::sscanf(line.c_str(), "%llx-%llx %7s", &start, &end, perms) != 3) continue;
-      if (perms[0] != 'r' || line.find("[vvar") != std::string::npos) continue;
-      std::string carry;
-      for (unsigned long long at = start; at < end;) {  // NOLINT(google-runtime-int)
-        std::string chunk(std::min<unsigned long long>(end - at, 1 << 20), '\0');
-        ssize_t n = ::pread(mem, chunk.data(), chunk.size(), static_cast<off_t>(at));
+    for (const Region& region : ResidentRegions(dir)) {
+      size_t kept = 0;  // the last bytes of the previous chunk, for a needle across chunks
+      for (auto at = region.start; !holds && at < region.end;) {
+        const size_t want = static_cast<size_t>(std::min<unsigned long long>(  // NOLINT
+            region.end - at, kChunk));
+        ssize_t n = ::pread(mem, buffer.data() + kept, want, static_cast<off_t>(at));
         if (n <= 0) break;
-        chunk.resize(static_cast<size_t>(n));
-        if ((carry + chunk).find(needle) != std::string::npos) {
-          holds = true;
-          break;
-        }
-        carry = chunk.substr(chunk.size() > needle.size() ? chunk.size() - needle.size() : 0);
+        const size_t have = kept + static_cast<size_t>(n);
+        holds = ::memmem(buffer.data(), have, needle.data(), needle.size()) != nullptr;
+        kept = std::min(have, needle.size() - 1);
+        std::memmove(buffer.data(), buffer.data() + have - kept, kept);
         at += static_cast<unsigned long long>(n);  // NOLINT(google-runtime-int)
       }
+      if (holds) break;
     }
     ::close(mem);
     if (holds) {
@@ -142,13 +168,18 @@ class RunBrokerTest : public ::testing::Test {
     HandToSandboxUser(out_.path());
   }
   Args BrokerOptions(const FakeAnthropic& api, const std::string& header = "x-api-key") {
-    return {"--workspace",   work_.path(),
-            "--out",         out_.path(),
-            "--ledger",      ledger_,
-            "--allow",       std::string(kApiHost) + "=127.0.0.1:" + std::to_string(api.port()) +
-                                 ",broker",
-            "--broker-secret", std::string(kApiHost) + ":" + header + "=@" + key_file_,
-            "--broker-ca",   api.ca_path()};
+    return {"--workspace",
+            work_.path(),
+            "--out",
+            out_.path(),
+            "--ledger",
+            ledger_,
+            "--allow",
+            std::string(kApiHost) + "=127.0.0.1:" + std::to_string(api.port()) + ",broker",
+            "--broker-secret",
+            std::string(kApiHost) + ":" + header + "=@" + key_file_,
+            "--broker-ca",
+            api.ca_path()};
   }
   std::string Ledger() { return ReadFile(ledger_).value_or(""); }
 
@@ -202,7 +233,8 @@ TEST_F(RunBrokerTest, OtherHostsAndSmugglingShapesNeverReachTheUpstream) {
   for (const char* path :
        {"/wrong", "/twohosts", "/clte", "/spacecolon", "/big", "/pipelined-evil"}) {
     EXPECT_NE(ledger.find(std::string("\"path\":\"") + path + "\""), std::string::npos)
-        << path << "\n" << ledger;
+        << path << "\n"
+        << ledger;
   }
   EXPECT_EQ(Count(ledger, "\"end\":\"request-refused\""), 8U) << ledger;
   EXPECT_EQ(Count(ledger, "\"end\":\"answered\""), 1U) << ledger;
@@ -246,11 +278,11 @@ TEST_F(RunBrokerTest, AnUpstreamWithoutTheTrustedCaIsNeverSentTheRequest) {
   constexpr char kGet[] =
       "import urllib.request, urllib.error\n"
       "try:\n"
-      "    print('status=%d' % urllib.request.urlopen('http://api.anthropic.com/v1/models').status)\n"
+      "    print('status=%d' % "
+      "urllib.request.urlopen('http://api.anthropic.com/v1/models').status)\n"
       "except urllib.error.HTTPError as e:\n"
       "    print('status=%d' % e.code)\n";
-  RunResult res =
-      RunAteam(options, {"python3", "-c", kGet}, WithTimeout(std::chrono::seconds(60)));
+  RunResult res = RunAteam(options, {"python3", "-c", kGet}, WithTimeout(std::chrono::seconds(60)));
   EXPECT_EQ(res.exit_code, 0) << Describe(res);
   EXPECT_NE(res.out.find("status=502"), std::string::npos) << Describe(res);
   EXPECT_EQ(Count(other.Log(), "request "), 0U) << other.Log();
@@ -280,10 +312,13 @@ TEST_F(RunBrokerTest, ClaudePromptThroughABrokerRouteHoldsNoKeyInside) {
   Process run = Process::Start(RunArgv(options, {"sh", "-c", wrapper}), host);
   // The request has reached the stand-in and its answer is held: claude is waiting, with
   // everything it sent still in its memory. Look at every sandbox process now.
-  const bool requested =
-      api.WaitForLog("method=POST path=/v1/messages", std::chrono::seconds(120));
+  const bool requested = api.WaitForLog("method=POST path=/v1/messages", std::chrono::seconds(120));
   MemoryScan scan;
-  if (requested) scan = ScanMemory(Descendants(run.pid()), key_);
+  MemoryScan control;  // the stand-in, which received the key: the scan must find it there
+  if (requested) {
+    scan = ScanMemory(Descendants(run.pid()), key_);
+    control = ScanMemory({api.pid()}, key_);
+  }
   api.Release();
   RunResult res = run.Wait(std::chrono::seconds(150));
   const std::string log = api.Log();
@@ -293,7 +328,8 @@ TEST_F(RunBrokerTest, ClaudePromptThroughABrokerRouteHoldsNoKeyInside) {
   EXPECT_EQ(res.exit_code, 0) << Describe(res);
   EXPECT_NE(res.out.find("claude_rc: 0"), std::string::npos) << Describe(res);
   EXPECT_NE(ReadFile(out_.Sub("claude.out")).value_or("").find(kFakeReply), std::string::npos)
-      << ReadFile(out_.Sub("claude.out")).value_or("") << "\n" << log;
+      << ReadFile(out_.Sub("claude.out")).value_or("") << "\n"
+      << log;
   // The stand-in saw the real key, on every request, over TLS with the route's name.
   EXPECT_NE(log.find("request sni=api.anthropic.com method=POST path=/v1/messages"),
             std::string::npos)
@@ -310,6 +346,7 @@ TEST_F(RunBrokerTest, ClaudePromptThroughABrokerRouteHoldsNoKeyInside) {
   // Processes: at least the supervisor, the wrapper and claude; none holds the key.
   EXPECT_GE(scan.processes, 3) << "unreadable:" << scan.unreadable;
   EXPECT_TRUE(scan.holders.empty()) << "the key is in the memory of: " << scan.holders.front();
+  EXPECT_EQ(control.holders.size(), 1U) << "the scan missed the key where it is";
   // Files: the workspace, the out dir (with the environment of every process and the home).
   EXPECT_NE(ReadFile(out_.Sub("environ.copy")).value_or("").find("ateam-brokered-no-real-key"),
             std::string::npos);

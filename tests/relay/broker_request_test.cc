@@ -159,7 +159,8 @@ INSTANTIATE_TEST_SUITE_P(
                     "POST / HTTP/1.1\r\nHost: api.example.test\r\nTransfer-Encoding: chunked\r\n"
                     "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
                     BrokerRefusal::kMalformed},
-        RefusedCase{"bad length", "POST / HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: -1\r\n\r\n",
+        RefusedCase{"bad length",
+                    "POST / HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: -1\r\n\r\n",
                     BrokerRefusal::kMalformed},
         RefusedCase{"obsolete fold",
                     "GET / HTTP/1.1\r\nHost: api.example.test\r\nX-A: 1\r\n Transfer-Encoding: "
@@ -174,18 +175,22 @@ INSTANTIATE_TEST_SUITE_P(
                     BrokerRefusal::kMalformed},
         RefusedCase{"empty line first", "\r\nGET / HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
                     BrokerRefusal::kMalformed},
-        RefusedCase{"space before colon",
-                    "GET / HTTP/1.1\r\nHost: api.example.test\r\nTransfer-Encoding : chunked\r\n\r\n",
-                    BrokerRefusal::kMalformed},
-        RefusedCase{"NUL in a value", std::string("GET / HTTP/1.1\r\nHost: api.example.test\r\nX: a") +
-                                          std::string(1, '\0') + "b\r\n\r\n",
+        RefusedCase{
+            "space before colon",
+            "GET / HTTP/1.1\r\nHost: api.example.test\r\nTransfer-Encoding : chunked\r\n\r\n",
+            BrokerRefusal::kMalformed},
+        RefusedCase{"NUL in a value",
+                    std::string("GET / HTTP/1.1\r\nHost: api.example.test\r\nX: a") +
+                        std::string(1, '\0') + "b\r\n\r\n",
                     BrokerRefusal::kMalformed},
         RefusedCase{"not HTTP", "HELLO\r\n\r\n", BrokerRefusal::kMalformed},
         RefusedCase{"HTTP/1.0", "GET / HTTP/1.0\r\nHost: api.example.test\r\n\r\n",
                     BrokerRefusal::kUnsupported},
-        RefusedCase{"absolute form", "GET http://api.example.test/ HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+        RefusedCase{"absolute form",
+                    "GET http://api.example.test/ HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
                     BrokerRefusal::kUnsupported},
-        RefusedCase{"CONNECT", "CONNECT api.example.test:443 HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
+        RefusedCase{"CONNECT",
+                    "CONNECT api.example.test:443 HTTP/1.1\r\nHost: api.example.test\r\n\r\n",
                     BrokerRefusal::kUnsupported},
         RefusedCase{"upgrade",
                     "GET / HTTP/1.1\r\nHost: api.example.test\r\nConnection: upgrade\r\n"
@@ -273,7 +278,8 @@ TEST(BrokerRequestTest, ACloseInsideARequestRefusesIt) {
   BrokerRequestRewriter rewriter(kHost, kHeader, kSecret);
   auto queue = SecretQueue::Make(BrokerRequestRewriter::kHeadRoom);
   ASSERT_TRUE(queue);
-  rewriter.Feed("POST / HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: 9\r\n\r\nabc", *queue);
+  rewriter.Feed("POST / HTTP/1.1\r\nHost: api.example.test\r\nContent-Length: 9\r\n\r\nabc",
+                *queue);
   rewriter.FinishInput();
   EXPECT_EQ(rewriter.refusal(), BrokerRefusal::kBadBody);
 }
@@ -297,8 +303,9 @@ TEST(BrokerResponseTest, AHeadResponseHasNoBodyAndAStreamEndsAtTheClose) {
   EXPECT_TRUE(head.TakeComplete());
 
   BrokerResponseWatcher stream;
-  EXPECT_TRUE(stream.Watch("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                           "Connection: close\r\n\r\nevent: a\ndata: b\n\n"));
+  EXPECT_TRUE(
+      stream.Watch("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                   "Connection: close\r\n\r\nevent: a\ndata: b\n\n"));
   EXPECT_FALSE(stream.TakeComplete());
   EXPECT_TRUE(stream.WatchEnd());
   EXPECT_TRUE(stream.TakeComplete());
@@ -313,9 +320,9 @@ TEST(BrokerResponseTest, AHeadResponseHasNoBodyAndAStreamEndsAtTheClose) {
 TEST(BrokerSecretTest, HeaderBreakingValuesAreRefused) {
   EXPECT_TRUE(BrokerSecret::Make("sk-ant-123"));
   EXPECT_TRUE(BrokerSecret::Make("Bearer abc.def"));
-  for (std::string bad : {std::string(), std::string("a\r\nX: b"), std::string("a\nb"),
-                          std::string(" lead"), std::string("trail "), std::string("a\0b", 3),
-                          std::string(9000, 'a')}) {
+  for (std::string bad :
+       {std::string(), std::string("a\r\nX: b"), std::string("a\nb"), std::string(" lead"),
+        std::string("trail "), std::string("a\0b", 3), std::string(9000, 'a')}) {
     EXPECT_FALSE(BrokerSecret::Make(bad)) << bad;
   }
   auto secret = BrokerSecret::Make("sk-ant-123");

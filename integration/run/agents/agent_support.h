@@ -44,6 +44,7 @@ class FakeAnthropic {
   [[nodiscard]] bool ok() const { return port_ > 0; }
   [[nodiscard]] const std::string& failure() const { return failure_; }
   [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] pid_t pid() const { return server_ ? server_->pid() : -1; }
   // The CA certificate file to trust (NODE_EXTRA_CA_CERTS), world-readable.
   [[nodiscard]] std::string ca_path() const { return dir_.Sub("ca.pem"); }
   [[nodiscard]] std::string Log() const;
