@@ -9,8 +9,8 @@
 
 #include "base/json.h"
 #include "cli/parse_options.h"
-#include "dispatch/dispatch_list.h"
-#include "dispatch/human_units.h"
+#include "dispatch/record/list.h"
+#include "dispatch/request/human_units.h"
 
 namespace sbx::cli {
 namespace {

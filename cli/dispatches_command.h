@@ -1,5 +1,5 @@
 // `ateam-sandbox ls` and `ateam-sandbox gc`: the caller's dispatch directories, listed
-// and removed (dispatch/dispatch_list.h).
+// and removed (dispatch/record/list.h).
 #pragma once
 
 #include <span>

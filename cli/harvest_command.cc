@@ -12,7 +12,7 @@
 
 #include "base/unique_fd.h"
 #include "cli/parse_options.h"
-#include "dispatch/harvest.h"
+#include "dispatch/git/harvest.h"
 #include "runtime/host_facts.h"
 
 namespace sbx::cli {

@@ -1,5 +1,5 @@
 // `ateam-sandbox harvest WORKSPACE [--base REV] -o FILE`: the patch of a finished
-// workspace (dispatch/harvest.h), as `run --patch` writes it.
+// workspace (dispatch/git/harvest.h), as `run --patch` writes it.
 #pragma once
 
 #include <span>

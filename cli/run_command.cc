@@ -14,7 +14,7 @@
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
-#include "dispatch/status_file.h"
+#include "dispatch/record/status_file.h"
 
 namespace sbx::cli {
 namespace {

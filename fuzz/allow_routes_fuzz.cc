@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dispatch/prepare.h"
+#include "dispatch/host/prepare.h"
 #include "fuzz/fuzz_input.h"
 #include "netns/hosts.h"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "dispatch/dispatch.h"
+#include "dispatch/record/status_json.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/json_check.h"
 

@@ -14,9 +14,12 @@
 #      from the mirror), --version, doctor, a dispatch, apt-get purge. The root keeps apt's
 #      downloads and the dependencies; the package itself is purged again.
 #   scripts/package-test.sh [BUILD_DIR]
+#   0. `cmake --install` into a scratch DESTDIR, with and without SBX_INSTALL_BWRAP_NAME:
+#      the bwrap face is libexec/ateam-sandbox/bwrap either way and runs; the option adds
+#      bin/bwrap, a relative symlink to it, which runs too
 # BUILD_DIR: package from an existing build (scripts/test.sh passes build/, so nothing is
-# compiled twice): it is reconfigured with the package's install settings (prefix /usr, the
-# bwrap name in libexec), which changes no object file. Without it, build-package/ is
+# compiled twice): it is reconfigured with the package's install settings (prefix /usr),
+# which changes no object file. Without it, build-package/ is
 # configured as the `package` preset (Release) and built. The .deb is left in that
 # directory. $SBX_JOBS sets the build parallelism (default 2).
 set -euo pipefail
@@ -41,13 +44,46 @@ if [[ $# -eq 0 ]]; then
 else
   [[ -f $build/CMakeCache.txt ]] || fail "$build is not a configured build"
   # The install settings of the `package` preset (CMakePresets.json).
-  cmake -S . -B "$build" -DCMAKE_INSTALL_PREFIX=/usr -DSBX_INSTALL_BWRAP_NAME=ON \
-    -DSBX_BWRAP_NAME_DIR=libexec/ateam-sandbox >/dev/null
+  cmake -S . -B "$build" -DCMAKE_INSTALL_PREFIX=/usr -DSBX_INSTALL_BWRAP_NAME=OFF \
+    -DSBX_BWRAP_NAME_DIR=bin >/dev/null
 fi
 # The static executable's link warns that NSS loads the host glibc's modules: expected.
-cmake --build "$build" -j"$jobs" --target ateam-sandbox bwrap sbx_man_page 2>&1 | grep -v -e 'in statically linked applications' \
-  -e '^/usr/bin/ld: .*: in function' || true
+build_install_targets() {
+  cmake --build "$build" -j"$jobs" --target ateam-sandbox bwrap sbx_man_page 2>&1 |
+    grep -v -e 'in statically linked applications' -e '^/usr/bin/ld: .*: in function' || true
+}
+build_install_targets
 [[ -x $build/ateam-sandbox ]] || fail "$build/ateam-sandbox was not built"
+
+# `cmake --install` (what the .deb is made of): the bwrap face by default, the PATH name on
+# request. $1: the DESTDIR, $2: ON or OFF for SBX_INSTALL_BWRAP_NAME.
+check_install() {
+  local dest=$1 name=$2 out
+  cmake -S . -B "$build" -DSBX_INSTALL_BWRAP_NAME="$name" >/dev/null
+  build_install_targets
+  DESTDIR=$dest cmake --install "$build" >/dev/null
+  [[ -x $dest/usr/libexec/ateam-sandbox/bwrap && ! -L $dest/usr/libexec/ateam-sandbox/bwrap ]] ||
+    fail "cmake --install (SBX_INSTALL_BWRAP_NAME=$name) did not install libexec/ateam-sandbox/bwrap"
+  local faces=("$dest/usr/libexec/ateam-sandbox/bwrap")
+  if [[ $name == ON ]]; then
+    [[ $(readlink "$dest/usr/bin/bwrap") == ../libexec/ateam-sandbox/bwrap ]] ||
+      fail "SBX_INSTALL_BWRAP_NAME=ON: bin/bwrap is not the relative link to the face"
+    faces+=("$dest/usr/bin/bwrap")
+  else
+    [[ ! -e $dest/usr/bin/bwrap ]] || fail "SBX_INSTALL_BWRAP_NAME=OFF installed bin/bwrap"
+  fi
+  local face
+  for face in "${faces[@]}"; do
+    out=$("$face" --version) || fail "the installed bwrap face $face does not run"
+    [[ $out == "bubblewrap 0.11.1" ]] || fail "the installed $face prints '$out'"
+    "$face" --ro-bind / / --unshare-all -- /bin/true || fail "the installed $face could not run /bin/true"
+  done
+}
+install_check=$(mktemp -d)
+check_install "$install_check/with-name" ON
+check_install "$install_check/default" OFF
+rm -rf "$install_check"
+echo "package-test: cmake --install puts the bwrap face in libexec/ateam-sandbox, and on PATH with SBX_INSTALL_BWRAP_NAME; both run"
 rm -f "$build"/ateam-sandbox_*.deb
 (cd "$build" && cpack -G DEB >/dev/null)
 deb=$(ls "$build"/ateam-sandbox_*.deb)

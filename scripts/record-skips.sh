@@ -7,8 +7,13 @@
 set -euo pipefail
 tier=$1
 log=$2
+# Tiers that run side by side (scripts/test.sh) append to one log: the lines are gathered
+# first, then appended under an exclusive lock on the log, so no two tiers' lines interleave.
 [[ -n "${SBX_SKIP_LOG:-}" ]] || exit 0
-{
+lines=$({
   sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(Skipped\)$/\1/p' "$log"
   sed -nE 's/^\[  SKIPPED \] ([A-Za-z0-9_/]+\.[A-Za-z0-9_/.]+)( .*)?$/\1/p' "$log"
-} | sort -u | sed "s|^|$tier |" >>"$SBX_SKIP_LOG"
+} | sort -u | sed "s|^|$tier |")
+[[ -n $lines ]] || exit 0
+# shellcheck disable=SC2016  # $1 and $2 are the inner shell's
+flock "$SBX_SKIP_LOG" sh -c 'printf "%s\n" "$1" >>"$2"' sh "$lines" "$SBX_SKIP_LOG"

@@ -18,8 +18,13 @@
 # the path to the build dir needs opening up (nor writing: ctest keeps its logs there).
 # $SBX_AGENTS_DIR (the prefix scripts/install-agents.sh installed claude and opencode into)
 # is passed to every tier; without it run_test's agent tests skip.
+# Ends with scripts/check-leftovers.sh: every process the tiers started carries the
+# marker SBX_MATRIX_RUN in its environment (or the staging directory in its command line),
+# and one still running after the last tier fails the matrix, named and killed.
 # Exits non-zero if any run fails.
 set -euo pipefail
+SBX_MATRIX_RUN=matrix.$$.$(date +%s%N)
+export SBX_MATRIX_RUN
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$(cd "${SBX_BUILD_DIR:-$repo/build}" && pwd)
@@ -114,7 +119,7 @@ overall=0
 run_tier() {
   local key=$1 label=$2
   shift 2
-  local log
+  local log start=$SECONDS
   log=$(mktemp)
   echo
   echo "=== integration: $label ==="
@@ -122,6 +127,7 @@ run_tier() {
   "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   set -e
+  label="$label ($((SECONDS - start)) s)"
   local total failed skipped closing
   closing=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n1 || true)
   total=$(sed -nE 's/.* out of ([0-9]+)$/\1/p' <<<"$closing")
@@ -209,8 +215,15 @@ if [[ -x "$build/integration/parity/parity_test" ]]; then
   fi
 fi
 
+leftovers=ok
+"$repo/scripts/check-leftovers.sh" "SBX_MATRIX_RUN=$SBX_MATRIX_RUN" "$stage" || leftovers=FAIL
+
 echo
 echo "=== integration matrix summary ==="
 printf '%s\n' "${summary[@]}"
+if [[ $leftovers == FAIL ]]; then
+  echo "FAIL  processes of the matrix were left running (check-leftovers above)"
+  overall=1
+fi
 echo "integration: $total_passed passed, $total_failed failed, $total_skipped skipped"
 exit "$overall"

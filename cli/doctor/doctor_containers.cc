@@ -23,7 +23,8 @@ constexpr const char* kSeccompFix =
     "a seccomp filter refuses unshare/clone with CLONE_NEWUSER: Docker/Podman: "
     "--security-opt seccomp=unconfined, or a seccomp profile that allows unshare, clone and "
     "clone3 with namespace flags; Kubernetes: securityContext.seccompProfile.type: Unconfined, "
-    "or a Localhost profile that allows them";
+    "or a Localhost profile that allows them (RuntimeDefault does not); containerd/runc: no "
+    "linux.seccomp in the OCI spec (ctr run without --seccomp), or a profile that allows them";
 
 constexpr const char* kAppArmorInstallFix =
     "install the package's profile /etc/apparmor.d/ateam-sandbox and load it: sudo "
@@ -32,7 +33,8 @@ constexpr const char* kAppArmorInstallFix =
 
 constexpr const char* kProcFix =
     "Docker/Podman: --security-opt systempaths=unconfined; Kubernetes: "
-    "securityContext.procMount: Unmasked (with hostUsers: false)";
+    "securityContext.procMount: Unmasked (with hostUsers: false); containerd/runc: empty "
+    "linux.maskedPaths and linux.readonlyPaths in the OCI spec";
 
 std::optional<std::string> ReadWhole(const char* path) {
   std::ifstream in(path);

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "cli/doctor/doctor_probes.h"
-#include "dispatch/cgroup.h"
-#include "dispatch/limits.h"
+#include "dispatch/host/cgroup.h"
+#include "dispatch/plan/limits.h"
 
 namespace sbx::cli::doctor {
 

@@ -33,6 +33,7 @@ enum Step : int {
   kOverlay,       // overlay with userxattr on tmpfs directories
   kNetNs,         // unshare(CLONE_NEWNET)
   kOtherNs,       // unshare(pid | ipc | uts | cgroup)
+  kSetHostname,   // sethostname in that uts namespace, as the sandbox names itself
   kNestedUserNs,  // a user namespace inside ours (an agent's own bwrap)
   kStepCount,
 };
@@ -111,6 +112,12 @@ void NamespaceProbe(int32_t* results, int count, const void* arg) noexcept {
   results[kNetNs] = Errno(::unshare(CLONE_NEWNET) == 0);
   results[kOtherNs] =
       Errno(::unshare(CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP) == 0);
+  // Both backends name the sandbox's host; a seccomp profile that gates sethostname on
+  // CAP_SYS_ADMIN in the container (Podman's default) refuses it even in our own namespace.
+  if (results[kOtherNs] == 0) {
+    static constexpr char kName[] = "ateam-sandbox";
+    results[kSetHostname] = Errno(::sethostname(kName, sizeof(kName) - 1) == 0);
+  }
   // Last: after this the child has no capabilities in the namespaces above.
   results[kNestedUserNs] = Errno(::unshare(CLONE_NEWUSER) == 0);
 }
@@ -130,6 +137,7 @@ constexpr StepInfo kSteps[kStepCount] = {
     {"overlayfs", "overlay mount with userxattr in the user namespace"},
     {"network-namespace", "unshare(CLONE_NEWNET) in the user namespace"},
     {"pid-ipc-uts-cgroup-namespaces", "unshare(CLONE_NEWPID|NEWIPC|NEWUTS|NEWCGROUP)"},
+    {"sethostname", "sethostname in the sandbox's uts namespace"},
     {"nested-user-namespace", "unshare(CLONE_NEWUSER) inside the sandbox's user namespace"},
 };
 
@@ -182,6 +190,12 @@ std::vector<Check> NamespaceChecks(const Caller& caller) {
   checks.push_back(
       StepsCheck(r, kOtherNs, kOtherNs, "unshare(CLONE_NEWPID|NEWIPC|NEWUTS|NEWCGROUP) works",
                  "a kernel with CONFIG_PID_NS, IPC_NS, UTS_NS and CGROUPS namespaces"));
+  checks.push_back(StepsCheck(
+      r, kSetHostname, kSetHostname, "the sandbox can name its host",
+      "a seccomp filter refuses sethostname (Podman's default profile allows it only with "
+      "CAP_SYS_ADMIN): Docker/Podman: --security-opt seccomp=unconfined, or a seccomp "
+      "profile that allows sethostname; Kubernetes: securityContext.seccompProfile.type: "
+      "Unconfined, or a Localhost profile that allows it"));
   checks.push_back(StepsCheck(r, kNestedUserNs, kNestedUserNs,
                               "works (an agent can run its own bwrap inside)",
                               UserNamespaceFix(caller, r[kNestedUserNs])));

@@ -14,6 +14,8 @@
 #include <regex>
 #include <sstream>
 
+#include "integration/leftovers.h"
+
 namespace sbx::integration::parity {
 namespace {
 
@@ -138,6 +140,7 @@ RunResult RunOnce(const Scenario& scenario, Backend backend, const std::string& 
     for (const std::string& arg : *part) argv.push_back(Expand(arg, fixture));
   }
   RunResult result = RunCommand(argv, fds.options);
+  if (scenario.leaves_orphan) EndLeftovers();
   fds.held.clear();  // our copies of the capture write ends: the reads below reach EOF
   for (auto& [number, read_end] : fds.capture_reads) {
     if (fd_data != nullptr) {

@@ -79,6 +79,10 @@ struct Scenario {
   // the backend itself exited are read until then, so a row whose bwrap leaves a process
   // behind that holds them (documented in the row) sets a short one.
   std::optional<std::chrono::milliseconds> timeout = {};
+  // Such a row's leftover has come back to the test process (a subreaper, leftovers.h) when
+  // the run returns; the runner ends it then, as the row expects it, so that only a process
+  // no row expects fails the test.
+  bool leaves_orphan = false;
   // The outcome the row must have, not only agreement: both backends failing the same wrong
   // way fails the row. The native backend must exit with `exit` (the bwrap backend too where
   // `compare` has kExitCode; a command killed by signal N is 128 + N, as bwrap reports it),

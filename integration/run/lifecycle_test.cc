@@ -108,7 +108,7 @@ TEST_F(RunLifecycleTest, NormalExitLeavesNothingButTheOutDir) {
 }
 
 // Nothing of the dispatch is left on the host: no process, no state directory (the
-// janitor removes it; dispatch/state_janitor.h), while the out dir keeps its files.
+// janitor removes it; dispatch/host/state_janitor.h), while the out dir keeps its files.
 TEST_F(RunLifecycleTest, SigkilledRunTakesTheSandboxWithIt) {
   std::set<std::string> before = StateEntries();
   std::string marker = ProbeHostPath() + " sleep " + UniqueSleep();

@@ -1,4 +1,4 @@
-// The limits every `run` sandbox gets (dispatch/limits.h): tmpfs sizes and inode counts,
+// The limits every `run` sandbox gets (dispatch/plan/limits.h): tmpfs sizes and inode counts,
 // the process limit, the sandbox's own inotify limit, no nested user namespaces unless
 // asked, no core dumps; and the memory limit where a cgroup can be used. The probe that
 // runs inside is limits_probe.cc.

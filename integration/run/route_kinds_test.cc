@@ -84,7 +84,8 @@ TEST_F(RunRouteKindsTest, SmtpStyleGreetingThenCommandsAndReplies) {
 }
 
 TEST_F(RunRouteKindsTest, RealSshClientGetsThroughATcpRouteToSshd) {
-  if (access("/usr/sbin/sshd", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/sshd (openssh-server)";
+  if (access("/usr/sbin/sshd", X_OK) != 0)
+    GTEST_SKIP() << "no /usr/sbin/sshd (openssh-server, which scripts/install-deps.sh installs)";
   std::string missing = MissingPrerequisite({"ssh", "ssh-keygen", "ssh-keyscan"});
   if (!missing.empty()) GTEST_SKIP() << missing;
   TempDir keys;

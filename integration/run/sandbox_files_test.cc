@@ -1,5 +1,5 @@
-// What `run` writes for the sandbox instead of showing the host's (dispatch/sandbox_files.h)
-// and what it says about places the sandbox cannot write (dispatch/write_access.h), checked
+// What `run` writes for the sandbox instead of showing the host's (dispatch/host/sandbox_files.h)
+// and what it says about places the sandbox cannot write (dispatch/host/write_access.h), checked
 // from inside and on the host afterwards, for root and unprivileged callers.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -68,6 +68,7 @@ TEST(DoctorContainersTest, DockerMaskedProcIsAFailWithTheRuntimeFlags) {
   EXPECT_NE(check.detail.find("/proc/sys read-only"), std::string::npos) << check.detail;
   EXPECT_NE(check.fix.find("--security-opt systempaths=unconfined"), std::string::npos);
   EXPECT_NE(check.fix.find("procMount: Unmasked"), std::string::npos);
+  EXPECT_NE(check.fix.find("empty linux.maskedPaths and linux.readonlyPaths"), std::string::npos);
 }
 
 TEST(DoctorContainersTest, HostProcWithBinfmtMiscIsOk) {
@@ -87,6 +88,7 @@ TEST(DoctorContainersTest, SeccompEpermOnUserNamespacesIsTheBlocker) {
     EXPECT_NE(check.detail.find("1 seccomp filter(s)"), std::string::npos) << check.detail;
     EXPECT_NE(check.fix.find("--security-opt seccomp=unconfined"), std::string::npos);
     EXPECT_NE(check.fix.find("seccompProfile.type: Unconfined"), std::string::npos);
+    EXPECT_NE(check.fix.find("no linux.seccomp in the OCI spec"), std::string::npos);
     EXPECT_EQ(UserNamespaceBlocker(caller, facts, EPERM), check.fix);
   }
 }

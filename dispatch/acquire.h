@@ -1,0 +1,47 @@
+// Acquire: what the host holds for one dispatch beside the sandbox and its directories, in
+// the order it must exist: the state directory, the cgroup, the janitor (before any other
+// descriptor of this dispatch), the event loop, the relays, the generated /etc/hosts and
+// files, the terminal. One object owns them all; its members are destroyed in reverse
+// order on every path, a failed Acquire included. Built in place and never moved: the
+// janitor points at the state directory, the relays at the loop.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "dispatch/dispatch_plan.h"
+#include "dispatch/host/cgroup.h"
+#include "dispatch/host/sandbox_files.h"
+#include "dispatch/host/state_janitor.h"
+#include "dispatch/resolve.h"
+#include "dispatch/terminal/tty_session.h"
+#include "relay/event_loop.h"
+#include "relay/host_relay.h"
+#include "relay/state_dir.h"
+
+namespace sbx::dispatch {
+
+struct HostResources {
+  std::optional<relay::StateDir> state_dir;
+  std::optional<DispatchCgroup> cgroup;
+  std::string cgroup_missing;  // why there is none
+  std::optional<StateDirJanitor> janitor;
+  std::unique_ptr<relay::EventLoop> loop;
+  std::unique_ptr<relay::HostRelay> tunnel;
+  base::UniqueFd hosts_fd;
+  SandboxFiles files;               // the credentials' copy, /etc/resolv.conf
+  std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
+
+  base::Status Acquire(const ResolvedRequest& r, const std::string& id);
+  // What the plan needs of them, with the dispatch's directories and the git guard.
+  [[nodiscard]] PlanFacts Facts(const std::string& workspace, const std::string& out,
+                                const std::string& self_exe, const GitGuard* guard) const;
+};
+
+}  // namespace sbx::dispatch

@@ -1,0 +1,70 @@
+#include "dispatch/dispatch_plan.h"
+
+#include <fmt/format.h>
+
+#include "dispatch/git/git_guard.h"
+#include "dispatch/plan/landlock_plan.h"
+#include "dispatch/plan/layout.h"
+#include "netns/hosts.h"
+#include "relay/host_relay.h"
+#include "runtime/plan_compiler.h"
+
+namespace sbx::dispatch {
+
+base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const PlanFacts& facts) {
+  const DispatchRequest& request = r.request;
+  auto landlock = DispatchLandlockPolicy(request, facts.workspace, facts.out);
+  if (!landlock) return landlock.error();
+  DispatchHostPaths paths{.workspace = facts.workspace,
+                          .out = facts.out,
+                          .supervisor_binary = facts.self_exe,
+                          .route_sockets = {},
+                          .route_listen = {},
+                          .hosts_fd = facts.hosts_fd,
+                          .agent_binds = r.agent.binds,
+                          .host_env = r.host_env,
+                          .seccomp_program = r.seccomp,
+                          .agent_bin_dir = r.agent.bin_dir,
+                          .landlock_args = LandlockSupervisorArgs(*landlock)};
+  paths.sandbox_user = r.sandbox_user;
+  paths.credentials_fd = facts.credentials_fd;
+  paths.resolv_conf_fd = facts.resolv_conf_fd;
+  if (facts.tty) {
+    paths.tty_socket = facts.state_dir + "/" + kTtySocketName;
+    paths.tty_size = facts.tty_size;
+  }
+  DispatchPlan planned;
+  for (const relay::Route& route : r.routes) {
+    auto address = netns::RouteAddress(static_cast<size_t>(route.index));
+    if (!address) return address.error();
+    paths.route_sockets.push_back(facts.state_dir + "/" + relay::RouteSocketName(route.index));
+    paths.route_listen.push_back(fmt::format("{}:{}", *address, relay::SandboxPort(route)));
+    planned.routes.push_back(
+        {route.host, route.port, *address,
+         route.upstream_override ? route.upstream_override->ToString() : std::string(),
+         std::string(relay::RouteKindName(route.kind))});
+    // What the supervisor will apply: the same kernel answers there as here.
+    landlock->connect_ports.push_back(relay::SandboxPort(route));
+  }
+  planned.landlock = security::BuildLandlockRuleset(*landlock, r.landlock_abi);
+  auto spec = BuildDispatchSpec(request, paths);
+  if (!spec) return spec.error();
+  if (facts.guard != nullptr) facts.guard->AddBinds(*spec);
+  spec->run_as = r.run_as;
+  ApplyLimitsToSpec(r.limits, &*spec);
+  const bool bwrap_backend = request.backend == DispatchBackend::kBwrap;
+  // bwrap cannot write the sandbox's sysctls; its own --disable-userns is the second layer
+  // behind the seccomp rule there.
+  if (bwrap_backend && !r.limits.nested_userns) spec->disable_userns = true;
+  spec->cgroup_procs_fds = facts.cgroup_procs_fds;
+  planned.limits = ReportLimits(r.limits, bwrap_backend, facts.cgroup_where, facts.cgroup_missing);
+  planned.limits_json = RenderLimitsJson(r.limits, planned.limits);
+  auto plan = runtime::CompilePlan(*spec, r.host);
+  if (!plan) return plan.error();
+  // The caller's terminal is never the sandbox's console.
+  if (facts.tty) plan->stdout_tty.reset();
+  planned.plan = std::move(*plan);
+  return planned;
+}
+
+}  // namespace sbx::dispatch

@@ -1,0 +1,294 @@
+#include "dispatch/git/workspace.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/exit_status.h"
+#include "base/safe_path.h"
+#include "base/syscalls.h"
+#include "dispatch/sys/run_as_child.h"
+#include "dispatch/sys/stop_signals.h"
+
+namespace sbx::dispatch {
+namespace {
+
+// Exit statuses of the clone child before git runs.
+constexpr int kCantEnter = 121;      // fchdir into the workspace failed
+constexpr int kUnreadable = 122;     // the ids cannot read the local repository
+constexpr int kCantConfigure = 123;  // the memfd with git's configuration
+constexpr int kNoGit = 127;
+
+// Git's own rule for "this is a local path": no "://", and no ':' before the first '/'
+// (which would be scp-like "host:path").
+bool IsLocalSource(const std::string& source) {
+  if (source.find("://") != std::string::npos) return false;
+  auto colon = source.find(':');
+  return colon == std::string::npos || source.find('/') < colon;
+}
+
+std::string Absolute(const std::string& path) {
+  if (path.starts_with('/')) return path;
+  char cwd[PATH_MAX];
+  if (::getcwd(cwd, sizeof(cwd)) == nullptr) return path;
+  return fmt::format("{}/{}", cwd, path);
+}
+
+// A value in git's config syntax: quoted, with '\' and '"' escaped.
+std::string GitQuote(const std::string& value) {
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The clone's only configuration. safe.directory names exactly the source (its work tree
+// and its .git), so git's own ownership check still protects everything else; it has to be
+// global configuration because git drops GIT_CONFIG_COUNT/PARAMETERS for the upload-pack it
+// runs in the source repository. A memfd, reached as /proc/self/fd/N by every git process
+// of the clone (it is inherited), is a file nobody else can replace.
+int WriteGitConfig(const std::string& source, bool local) {
+  int fd = ::memfd_create("ateam-git-config", 0);
+  if (fd < 0) return -1;
+  std::string text = "[safe]\n";
+  if (local) {
+    char real[PATH_MAX];
+    std::string path = ::realpath(source.c_str(), real) != nullptr ? real : source;
+    text += fmt::format("\tdirectory = {}\n\tdirectory = {}\n", GitQuote(path),
+                        GitQuote(path + "/.git"));
+  }
+  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return -1;
+  return fd;
+}
+
+[[noreturn]] void CloneChild(const std::string& source, int dest_fd, int stderr_pipe) {
+  bool local = IsLocalSource(source);
+  if (::fchdir(dest_fd) != 0) ::_exit(kCantEnter);
+  if (local) {
+    // A missing repository is git's to report; one that exists but is out of reach is ours.
+    struct stat st {};
+    if (::stat(source.c_str(), &st) != 0
+            ? errno != ENOENT
+            : ::access(source.c_str(), S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK) != 0) {
+      ::_exit(kUnreadable);
+    }
+  }
+  int config = WriteGitConfig(source, local);
+  if (config < 0) ::_exit(kCantConfigure);
+  ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+  ::setenv("GIT_CONFIG_GLOBAL", fmt::format("/proc/self/fd/{}", config).c_str(), 1);
+  ::setenv("GIT_TERMINAL_PROMPT", "0", 1);
+  for (const char* name : {"GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+                           "GIT_CONFIG_COUNT", "GIT_TEMPLATE_DIR", "GIT_EXEC_PATH"}) {
+    ::unsetenv(name);
+  }
+  bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (stderr_pipe >= 0) ::dup2(stderr_pipe, STDERR_FILENO);
+  const char* argv[] = {
+      "git", "clone", tty ? "--progress" : "--quiet", "--no-hardlinks", "--", source.c_str(),
+      ".",   nullptr};
+  ::execvp("git", const_cast<char* const*>(argv));
+  ::_exit(kNoGit);
+}
+
+// The first "fatal:"/"error:" line git wrote, or its last line.
+std::string GitComplaint(const std::string& text) {
+  std::string last;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (line.starts_with("fatal: ") || line.starts_with("error: ")) return line;
+    if (!line.empty()) last = line;
+    start = end + 1;
+  }
+  return last;
+}
+
+}  // namespace
+
+std::string NewDispatchId() {
+  unsigned char bytes[6] = {};
+  if (::getrandom(bytes, sizeof(bytes), 0) != sizeof(bytes)) {
+    auto now = static_cast<uint64_t>(::time(nullptr)) ^ static_cast<uint64_t>(::getpid());
+    for (auto& b : bytes) {
+      b = static_cast<unsigned char>(now & 0xff);
+      now >>= 8;
+    }
+  }
+  std::string id;
+  for (unsigned char b : bytes) id += fmt::format("{:02x}", b);
+  return id;
+}
+
+base::Result<std::string> DefaultWorkspaceRoot(bool root_caller) {
+  constexpr std::string_view kBelow = "/ateam-sandbox/dispatches";
+  if (root_caller) return fmt::format("/var/tmp{}", kBelow);
+  for (const char* name : {"XDG_CACHE_HOME", "HOME"}) {
+    const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+    if (value != nullptr && *value == '/') {
+      return fmt::format("{}{}{}", value, std::string_view(name) == "HOME" ? "/.cache" : "",
+                         kBelow);
+    }
+  }
+  const char* runtime_dir = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
+  if (runtime_dir != nullptr && *runtime_dir == '/')
+    return fmt::format("{}{}", runtime_dir, kBelow);
+  return base::Error::Message(
+      "no private place for the dispatch's files: set HOME or XDG_CACHE_HOME, or give "
+      "--workspace-root DIR");
+}
+
+base::Status CloneRepository(const std::string& source, int dest_fd, const RunAsIds& ids,
+                             int stop_fd, int* stopped_by) {
+  std::string from = IsLocalSource(source) ? Absolute(source) : source;
+  // Git's complaints are collected and reduced to one line, unless a person watches the
+  // terminal, who then sees git's own progress and messages.
+  bool tty = ::isatty(STDERR_FILENO) == 1;
+  base::UniqueFd read_end;
+  base::UniqueFd write_end;
+  if (!tty) {
+    auto pipe = base::MakePipe();
+    if (!pipe) return pipe.error();
+    read_end = std::move(pipe->read_end);
+    write_end = std::move(pipe->write_end);
+  }
+  // Read until every git process closed the pipe, then waited for; only the first 64 KiB
+  // are kept. A stop signal meanwhile kills git's whole process group.
+  int pipe_fd = write_end ? write_end.get() : -1;
+  std::string output;
+  int stop_signal = 0;
+  auto watch = [&](pid_t pid) {
+    write_end.reset();
+    // Both sides set the group, so it exists whichever runs first.
+    (void)::setpgid(pid, pid);
+    base::UniqueFd pidfd(base::PidfdOpen(pid));
+    if (stop_fd >= 0 && pidfd) {
+      stop_signal = WaitOrStop(pidfd.get(), stop_fd, pid, read_end.get(), &output, 65536);
+    }
+    if (!read_end || stop_signal != 0) return;
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(read_end.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0 && output.size() < 65536) output.append(buf, static_cast<size_t>(n));
+    }
+  };
+  auto status = RunInChildAs(
+      ids,
+      [&]() -> int {
+        (void)::setpgid(0, 0);
+        CloneChild(from, dest_fd, pipe_fd);
+      },
+      watch);
+  if (!status) return status.error();
+  if (stop_signal != 0) {
+    if (stopped_by != nullptr) *stopped_by = stop_signal;
+    return base::Error::Message(
+        fmt::format("interrupted by {} during the clone", StopSignalName(stop_signal)));
+  }
+  int code = base::ExitCodeFromWaitStatus(*status);
+  std::string who = ids ? fmt::format("uid {}", ids->uid) : std::string("this user");
+  switch (code) {
+    case 0:
+      return {};
+    case kChildCantSwitchIds:
+      return base::Error::Message(
+          fmt::format("can't switch to uid {} for the clone", ids ? ids->uid : ::geteuid()));
+    case kCantEnter:
+      return base::Error::Message(fmt::format("--repo: {} can't enter its workspace", who));
+    case kUnreadable:
+      return base::Error::Message(fmt::format(
+          "--repo {}: {} can't read it (the clone runs as the sandbox's user); make it readable "
+          "by {} or choose --run-as its owner",
+          source, who, who));
+    case kNoGit:
+      return base::Error::Message("cannot clone the repository: git is not installed");
+    default:
+      break;
+  }
+  std::string complaint = GitComplaint(output);
+  return base::Error::Message(fmt::format("git clone of {} failed (exit status {}){}{}", source,
+                                          code, complaint.empty() ? "" : ": ", complaint));
+}
+
+base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string& path, bool create,
+                                      const RunAsIds& ids) {
+  std::string absolute = Absolute(path);
+  while (absolute.size() > 1 && absolute.ends_with('/')) absolute.pop_back();
+  auto slash = absolute.rfind('/');
+  std::string parent = slash == 0 ? "/" : absolute.substr(0, slash);
+  std::string name = absolute.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") {
+    return base::Error::Message(fmt::format("{} {}: give the directory by its name", flag, path));
+  }
+  char real[PATH_MAX];
+  if (::realpath(parent.c_str(), real) == nullptr) return base::ErrnoError(flag, path);
+  std::string real_parent = real;
+  base::UniqueFd parent_fd(::open(real, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!parent_fd) return base::ErrnoError(flag, path);
+  constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  base::UniqueFd fd(::openat(parent_fd.get(), name.c_str(), kFlags));
+  if (!fd && errno == ENOENT && create) {
+    // Made by the sandbox's ids themselves when they are not ours: a root caller does not
+    // create things in a directory somebody else may own.
+    int pfd = parent_fd.get();
+    auto status = RunInChildAs(ids, [&]() -> int {
+      return ::mkdirat(pfd, name.c_str(), 0755) == 0 || errno == EEXIST ? 0 : errno;
+    });
+    if (!status) return status.error();
+    if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+      int err = WIFEXITED(*status) ? WEXITSTATUS(*status) : EPERM;
+      return base::Error(err == kChildCantSwitchIds ? EPERM : err,
+                         ids ? fmt::format("{}: uid {} can't create", flag, ids->uid)
+                             : fmt::format("{}: can't create", flag),
+                         path);
+    }
+    fd.reset(::openat(parent_fd.get(), name.c_str(), kFlags));
+  }
+  if (!fd) {
+    struct stat link {};
+    if (errno == ELOOP ||
+        (errno == ENOTDIR &&
+         ::fstatat(parent_fd.get(), name.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISLNK(link.st_mode))) {
+      return base::Error::Message(
+          fmt::format("{} {}: is a symlink; give the directory itself", flag, path));
+    }
+    return base::ErrnoError(flag, path);
+  }
+  GivenDir dir;
+  dir.path_ = real_parent == "/" ? "/" + name : real_parent + "/" + name;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return base::ErrnoError(flag, path);
+  // Only the top, and only for the time of the dispatch: the sandbox's uid must be able to
+  // write there; what is inside stays as it is. An fd, so nothing can be swapped under it.
+  if (ids && (st.st_uid != ids->uid || st.st_gid != ids->gid)) {
+    if (::fchown(fd.get(), ids->uid, ids->gid) != 0) return base::ErrnoError(flag, path);
+    dir.restore_ = st;
+  }
+  dir.fd_ = std::move(fd);
+  return dir;
+}
+
+GivenDir::~GivenDir() {
+  if (!restore_ || !fd_) return;
+  // Owner first (which clears set-id bits), then the mode it had.
+  (void)::fchown(fd_.get(), restore_->st_uid, restore_->st_gid);
+  (void)::fchmod(fd_.get(), restore_->st_mode & 07777);
+}
+
+}  // namespace sbx::dispatch

@@ -1,0 +1,58 @@
+// The dispatch layout (docs/threat-model.md) as a runtime::SandboxSpec: read-only host system,
+// throwaway home and /tmp, one read-only credentials file, the tunnel directory, a generated
+// /etc/hosts, the workspace and the out dir as the only writable places, an allowlisted
+// environment, every namespace new (the network one is made by the supervisor, pid 1).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "dispatch/request/request.h"
+#include "runtime/spec.h"
+
+namespace sbx::dispatch {
+
+inline constexpr const char* kSandboxHome = "/home/ateam-sandbox";
+inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
+// The commit identity git gets inside (GIT_AUTHOR_*, GIT_COMMITTER_*) unless --setenv
+// gives another.
+inline constexpr const char* kAgentGitName = "ateam agent";
+inline constexpr const char* kAgentGitEmail = "agent@ateam-sandbox.invalid";
+inline constexpr const char* kShmDir = "/dev/shm";  // its own tmpfs, sized apart from /dev
+// The socket the agent's terminal is handed over on (--tty), in the state directory and in
+// kTunnelDir.
+inline constexpr const char* kTtySocketName = "tty.sock";
+
+// Everything resolved on the host before the layout is built.
+struct DispatchHostPaths {
+  std::string workspace;                   // absolute, exists
+  std::string out;                         // absolute, exists
+  std::string supervisor_binary;           // this executable
+  std::vector<std::string> route_sockets;  // host paths, index = route index
+  std::vector<std::string> route_listen;   // "127.77.0.N:PORT" per route
+  int hosts_fd = -1;                       // the generated /etc/hosts (read by the child)
+  std::vector<std::string> agent_binds;    // host paths bound read-only at the same place
+  std::vector<std::string> host_env;       // the caller's environment (NAME=VALUE)
+  std::vector<uint8_t> seccomp_program;    // the compiled default policy
+  std::string agent_bin_dir;               // where the agent was found, outside /usr ("" otherwise)
+  std::vector<std::string> landlock_args;  // the supervisor's --landlock options (landlock_plan.h)
+  std::string sandbox_user = "ateam-sandbox";  // the agent's uid's name (USER, LOGNAME)
+  std::string tty_socket = {};  // host path of the tty handover socket ("" without --tty)
+  std::string tty_size = {};    // "ROWSxCOLS" for the agent's terminal ("" unknown)
+  // dispatch/host/sandbox_files.h: the copy of the --credentials file (required with it) and the
+  // generated /etc/resolv.conf (-1: the host's is left as it is).
+  int credentials_fd = -1;
+  int resolv_conf_fd = -1;
+};
+
+base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
+                                                     const DispatchHostPaths& paths);
+
+// The host's /usr, /etc and /bin, /lib... (or their merged-/usr symlinks), read-only: for
+// the runtime's own small sandboxes (dispatch/git/harvest.h).
+void AddReadOnlySystem(runtime::SandboxSpec& spec);
+
+}  // namespace sbx::dispatch

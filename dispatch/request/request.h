@@ -1,0 +1,64 @@
+// DispatchRequest: what `ateam-sandbox run` was asked for, as plain data (cli/run_command.cc
+// fills it from flags; nothing here touches the system).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sbx::dispatch {
+
+enum class AgentPreset { kNone, kClaude, kOpencode };
+enum class DispatchBackend { kNative, kBwrap };
+// Whether the agent gets a terminal of the sandbox (dispatch/terminal/tty_session.h): kAuto is on
+// when the caller's stdin and stdout are both terminals.
+enum class TtyMode { kOff, kOn, kAuto };
+
+struct DispatchRequest {
+  std::optional<std::string> repo;            // --repo: cloned fresh
+  std::optional<std::string> workspace;       // --workspace: used as is
+  std::optional<std::string> workspace_root;  // --workspace-root: where clones go
+  std::optional<std::string> out;             // --out
+  std::optional<std::string> credentials;     // --credentials SRC[:DEST]
+  AgentPreset agent = AgentPreset::kNone;
+  std::vector<std::string> env_names;  // --env NAME
+  std::vector<std::string> set_env;    // --setenv NAME=VALUE
+  std::vector<std::string> ro_paths;   // --ro PATH
+  std::vector<std::string> rw_paths;   // --rw PATH
+  std::vector<std::string> allow;      // --allow HOST[:PORT][=ADDR:PORT]
+  bool no_default_allow = false;       // --no-default-allow: not even the preset's endpoint
+  std::vector<std::string> broker_secrets;  // --broker-secret HOST:HEADER=@FILE|$NAME
+  std::optional<std::string> broker_ca;     // --broker-ca FILE (dispatch/plan/broker_setup.h)
+  std::optional<std::string> ledger;   // --ledger FILE
+  DispatchBackend backend = DispatchBackend::kNative;
+  std::string bwrap_path = "/usr/bin/bwrap";
+  std::optional<double> timeout_seconds;
+  double grace_seconds = 5;  // --grace: from the stop signal passed on to SIGKILL
+  bool dry_run = false;
+  std::optional<std::string> status_json;
+  std::vector<std::string> seccomp_allow;
+  std::vector<std::string> landlock_allow;  // --landlock-allow fs|net|scope
+  std::optional<std::string> run_as;        // root callers: a user name or uid[:gid]
+  std::optional<std::string> patch;         // --patch FILE: the agent's work, harvested
+  bool rm = false;                          // --rm: <root>/<id> removed at the end
+  std::optional<std::string>
+      tmpfs_size;                     // --tmpfs-size: home and /tmp, each (dispatch/plan/limits.h)
+  std::optional<std::string> memory;  // --memory
+  std::optional<long long> pids;      // --pids
+  std::optional<double> cpus;         // --cpus
+  bool allow_nested_userns = false;   // --allow-nested-userns
+  TtyMode tty = TtyMode::kOff;        // --tty / --no-tty; the command line's default is kAuto
+  std::vector<std::string> command;
+};
+
+// What a preset brings; every part can be overridden by explicit flags.
+struct AgentProfile {
+  std::string binary;                   // looked up in the caller's PATH ("" for none)
+  std::vector<std::string> state_dirs;  // created in the throwaway home
+  std::string credentials_dest;         // default DEST for --credentials, relative to HOME
+  std::string default_endpoint;         // allowed unless --no-default-allow
+  std::vector<std::string> env;         // host variables passed through when set
+};
+AgentProfile ProfileFor(AgentPreset preset);
+
+}  // namespace sbx::dispatch

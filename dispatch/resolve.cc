@@ -1,0 +1,85 @@
+#include "dispatch/resolve.h"
+
+#include <fmt/format.h>
+
+#include "dispatch/host/namespace_preflight.h"
+#include "dispatch/request/checks.h"
+#include "security/landlock.h"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace sbx::dispatch {
+namespace {
+
+std::vector<std::string> CurrentEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  return env;
+}
+
+// Pins every route's upstream now, before anything exists. When it is the preset's
+// endpoint that failed to resolve, the message says how to go without it.
+base::Status PinUpstreams(const DispatchRequest& request, std::vector<relay::Route>& routes) {
+  for (relay::Route& route : routes) {
+    auto upstream = relay::ResolveUpstream(route);
+    if (upstream) {
+      route.upstream_override = *upstream;
+      continue;
+    }
+    const std::string& preset = ProfileFor(request.agent).default_endpoint;
+    const std::string message = upstream.error().Render();
+    if (request.no_default_allow || preset.empty() ||
+        !message.starts_with("Can't resolve " + preset + " ")) {
+      return upstream.error();
+    }
+    return base::Error::Message(fmt::format(
+        "{}; or leave the --agent preset's endpoint out with --no-default-allow", message));
+  }
+  return {};
+}
+
+}  // namespace
+
+base::Result<ResolvedRequest> Resolve(const DispatchRequest& given) {
+  auto host = runtime::ProbeHostFacts();
+  if (!host) return host.error();
+  ResolvedRequest r;
+  r.host = std::move(*host);
+  r.request = given;
+  // Every path is checked, and made absolute, before anything is created.
+  std::string credentials;
+  if (auto st = CheckRequestPaths(r.request, r.host.cwd, &credentials); !st) return st.error();
+  if (r.request.credentials) r.credentials = std::move(credentials);
+  if (auto st = CheckHostMountPoints("/etc"); !st) return st.error();
+  auto routes = ParseDispatchRoutes(r.request);
+  if (!routes) return routes.error();
+  r.routes = std::move(*routes);
+  auto run_as = ResolveRunAs(r.request, r.host);
+  if (!run_as) return run_as.error();
+  r.run_as = *run_as;
+  // Root of a user namespace with no other id to hand the sandbox to runs it as itself.
+  if (r.host.IsRoot() && !r.run_as) r.host.root_acts_unprivileged = true;
+  // bwrap would print its own words for a refused namespace, so ask first; the native
+  // backend asks only after a failed start, which costs nothing when it works.
+  if (!r.request.dry_run && r.request.backend == DispatchBackend::kBwrap) {
+    if (auto st = CheckNamespacesAllowed(); !st) return st.error();
+  }
+  r.host_env = CurrentEnvironment();
+  auto agent = FindAgentInstall(r.request, r.host_env);
+  if (!agent) return agent.error();
+  r.agent = std::move(*agent);
+  auto limits = ResolveLimits(r.request);
+  if (!limits) return limits.error();
+  r.limits = *limits;
+  r.seccomp_groups = r.request.seccomp_allow;
+  if (r.limits.nested_userns) r.seccomp_groups.emplace_back("nested-userns");
+  auto seccomp = security::CompileDefaultSeccompPolicy({.relaxed_groups = r.seccomp_groups});
+  if (!seccomp) return seccomp.error();
+  r.seccomp = std::move(*seccomp);
+  r.sandbox_user = SandboxUserName(r.run_as ? r.run_as->uid : r.host.uid);
+  r.landlock_abi = security::LandlockAbi();
+  if (auto st = PinUpstreams(r.request, r.routes); !st) return st.error();
+  return r;
+}
+
+}  // namespace sbx::dispatch

@@ -1,0 +1,80 @@
+#include "dispatch/serve.h"
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <csignal>
+
+#include "base/exit_status.h"
+#include "dispatch/sys/stop_signals.h"
+
+namespace sbx::dispatch {
+
+using Clock = std::chrono::steady_clock;
+
+LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess& sandbox,
+                           int signal_fd, const DispatchRequest& request,
+                           const std::function<void()>& hang_up) {
+  LoopOutcome outcome;
+  int interrupts = 0;
+  (void)loop.WatchCallback(sandbox.pidfd(), EPOLLIN, [&](uint32_t) { loop.Stop(); });
+  (void)loop.WatchCallback(signal_fd, EPOLLIN, [&](uint32_t) {
+    const int sig = TakeStopSignal(signal_fd);
+    if (sig == 0) return;
+    // A terminal that went away may say so twice (the kernel's SIGHUP, the relay's own):
+    // once is the hang-up, never the second interrupt that kills at once.
+    if (sig == SIGHUP && hang_up && outcome.stop_signal == SIGHUP) return;
+    if (++interrupts == 1) {
+      outcome.stop_signal = sig;
+      if (sig == SIGHUP && hang_up) {
+        hang_up();
+      } else {
+        sandbox.Signal(sig == SIGHUP ? SIGTERM : sig);
+      }
+      loop.AddTimer(std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(request.grace_seconds)),
+                    [&] {
+                      outcome.killed = true;
+                      sandbox.Signal(SIGKILL);
+                    });
+    } else {
+      outcome.killed = true;
+      sandbox.Signal(SIGKILL);
+    }
+  });
+  if (request.timeout_seconds) {
+    auto delay = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(*request.timeout_seconds));
+    loop.AddTimer(delay, [&] {
+      outcome.timed_out = true;
+      sandbox.Signal(SIGKILL);  // pid 1 of the sandbox: the kernel ends every process in it
+    });
+  }
+  (void)loop.Run();
+  return outcome;
+}
+
+void RecordExit(const siginfo_t& info, const LoopOutcome& loop, DispatchResult* result) {
+  result->exit_code = base::ExitCodeFromSiginfo(info);
+  if (info.si_code == CLD_EXITED) {
+    result->reason = DispatchReason::kExited;
+  } else {
+    result->signal = info.si_status;
+    result->reason = DispatchReason::kSignaled;
+  }
+  if (loop.stop_signal != 0) result->stop_signal = loop.stop_signal;
+  // Died of the stop signal: killed by it, or the supervisor's report of the agent killed
+  // by it (the same 128 + N either way).
+  const bool ended_by_stop =
+      loop.killed || result->exit_code == base::kSignalExitBase + loop.stop_signal;
+  if (loop.timed_out) {
+    result->reason = DispatchReason::kTimeout;
+    result->exit_code = kTimeoutExit;
+  } else if (loop.stop_signal != 0 && ended_by_stop) {
+    result->reason = DispatchReason::kInterrupted;
+    result->signal = loop.stop_signal;
+    result->exit_code = base::kSignalExitBase + loop.stop_signal;
+  }
+}
+
+}  // namespace sbx::dispatch

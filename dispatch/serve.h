@@ -1,0 +1,36 @@
+// Serve, the event loop of a dispatch, and what the sandbox's end means for its result.
+#pragma once
+
+#include <signal.h>
+
+#include <functional>
+
+#include "dispatch/request/request.h"
+#include "dispatch/request/result.h"
+#include "relay/event_loop.h"
+#include "runtime/sandbox_backend.h"
+
+namespace sbx::dispatch {
+
+struct LoopOutcome {
+  bool timed_out = false;
+  bool killed = false;  // the grace after a stop signal ran out, or a second one came
+  int stop_signal = 0;  // the first SIGINT/SIGTERM/SIGHUP `run` got
+};
+
+// Serves the relays until the sandbox's first process is gone. SIGINT and SIGTERM are
+// passed to the supervisor as they came (it passes them to the agent); SIGHUP without a
+// terminal as SIGTERM. A second one, or `grace` without an end, kills the sandbox whole.
+// The timeout kills it whole at once.
+// With a terminal (`hang_up` set), SIGHUP is the caller's terminal going away: the agent's
+// terminal is hung up instead, so it gets SIGHUP through its own terminal as it would there.
+LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess& sandbox,
+                           int signal_fd, const DispatchRequest& request,
+                           const std::function<void()>& hang_up);
+
+// What the sandbox's end means. An agent that handled a stop signal and exited by itself
+// is recorded as exited, with its own code; one that died of it (or of the kill after the
+// grace) as interrupted, 128 + the stop signal.
+void RecordExit(const siginfo_t& info, const LoopOutcome& loop, DispatchResult* result);
+
+}  // namespace sbx::dispatch

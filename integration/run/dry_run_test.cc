@@ -1,0 +1,114 @@
+// `run --dry-run` prints the plan and makes nothing: no dispatch directory, no state
+// directory, no socket, no process, no cgroup. Checked twice: by what is left on the host,
+// and by tracing every call of the dry run that could create something.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "integration/run/run_support.h"
+
+namespace sbx::integration::run {
+namespace {
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+class RunDryRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string missing = MissingPrerequisite({"git"});
+    if (!missing.empty()) GTEST_SKIP() << missing;
+    repo_ = scratch_.Sub("repo");
+    ASSERT_EQ(RunCommand({"git", "init", "-q", repo_}).exit_code, 0);
+    ASSERT_EQ(RunCommand({"git", "-C", repo_, "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                          "-q", "--allow-empty", "-m", "x"})
+                  .exit_code,
+              0);
+    ASSERT_EQ(RunCommand({"mkdir", root_, runtime_dir_}).exit_code, 0);
+  }
+
+  // Every part of a dispatch that makes something: a fresh clone, routes, a terminal, a
+  // cgroup limit, the ledger.
+  [[nodiscard]] Args Options() const {
+    return {"--repo",
+            repo_,
+            "--workspace-root",
+            root_,
+            "--allow",
+            "api.example.test=192.0.2.1:443",
+            "--tty",
+            "--memory",
+            "1G",
+            "--ledger",
+            scratch_.Sub("ledger"),
+            "--dry-run"};
+  }
+  [[nodiscard]] RunOptions Env() const { return WithEnv({"XDG_RUNTIME_DIR=" + runtime_dir_}); }
+
+  TempDir scratch_;
+  std::string repo_;
+  std::string root_ = scratch_.Sub("dispatches");
+  std::string runtime_dir_ = scratch_.Sub("xdg");
+};
+
+TEST_F(RunDryRunTest, LeavesNothingOnTheHost) {
+  RunResult res = RunAteam(Options(), {"true"}, Env());
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  EXPECT_NE(res.out.find("route: api.example.test:443 tls at 127.77.0.2 -> 192.0.2.1:443"),
+            std::string::npos)
+      << res.out;
+  EXPECT_TRUE(Entries(root_).empty()) << "the dry run made a dispatch directory";
+  EXPECT_TRUE(Entries(runtime_dir_).empty()) << "the dry run made a state directory";
+  EXPECT_EQ(access(scratch_.Sub("ledger").c_str(), F_OK), -1) << "the dry run opened the ledger";
+}
+
+// Under strace: no process or thread started, no socket bound or listening, no directory
+// made (the dispatch root, the state directory's parent, the cgroup tree alike), no file
+// created. The sealed memfds of the generated files are not files of any directory.
+TEST_F(RunDryRunTest, TracedDryRunStartsAndCreatesNothing) {
+  if (access("/usr/bin/strace", X_OK) != 0) {
+    GTEST_SKIP() << "no /usr/bin/strace to trace the dry run (scripts/install-deps.sh)";
+  }
+  const std::string trace = scratch_.Sub("trace");
+  Args argv = {"/usr/bin/strace",
+               "-f",
+               "-qq",
+               "-o",
+               trace,
+               "-e",
+               "trace=clone,clone3,fork,vfork,bind,listen,mkdir,mkdirat,mknodat,symlinkat,linkat,"
+               "openat,creat"};
+  for (const std::string& arg : RunArgv(Options(), {"true"})) argv.push_back(arg);
+  RunResult res = RunCommand(argv, Env());
+  if (res.exit_code != 0 && res.err.find("ptrace") != std::string::npos) {
+    GTEST_SKIP() << "strace cannot trace here: " << res.err;
+  }
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  std::istringstream lines(ReadFile(trace).value_or(""));
+  std::vector<std::string> made;
+  for (std::string line; std::getline(lines, line);) {
+    const bool creates =
+        line.find("O_CREAT") != std::string::npos || line.find("openat(") == std::string::npos;
+    const bool failed = line.find(" = -1 ") != std::string::npos;
+    if (creates && !failed) made.push_back(line);
+  }
+  EXPECT_TRUE(made.empty()) << "the dry run made something:\n" << ::testing::PrintToString(made);
+  EXPECT_TRUE(Entries(root_).empty());
+  EXPECT_TRUE(Entries(runtime_dir_).empty());
+}
+
+}  // namespace
+}  // namespace sbx::integration::run
