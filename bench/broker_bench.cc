@@ -273,9 +273,15 @@ int main(int argc, char** argv) {
   // The relays' listeners are non-blocking, as Relay requires.
   int tls_listener = ListenLoopback(&tls_port, true);
   int broker_listener = ListenLoopback(&broker_port, true);
-  auto tls_relay = Relay::Create(
-      loop->get(), sbx::base::UniqueFd(tls_listener),
-      {Endpoint::Tcp(upstream), limits, {}, false, DialPolicy::kAfterClientHello, kHost, {}});
+  auto tls_relay = Relay::Create(loop->get(), sbx::base::UniqueFd(tls_listener),
+                                 {Endpoint::Tcp(upstream),
+                                  limits,
+                                  {},
+                                  false,
+                                  DialPolicy::kAfterClientHello,
+                                  kHost,
+                                  nullptr,
+                                  {}});
   if (!tls_relay) Die("tls relay: " + tls_relay.error().Render());
   auto ctx = MakeBrokerTlsContext(ca_pem.str());
   if (!ctx) Die(ctx.error().Render());
@@ -289,8 +295,8 @@ int main(int argc, char** argv) {
   broker.target = Endpoint::Tcp(upstream);
   broker.limits = limits;
   EventLoop* raw_loop = loop->get();
-  RelayOptions broker_options{Endpoint::Tcp(upstream),  limits, {}, false,
-                              DialPolicy::kOnFirstByte, kHost,  {}};
+  RelayOptions broker_options{Endpoint::Tcp(upstream),  limits, {},      false,
+                              DialPolicy::kOnFirstByte, kHost,  nullptr, {}};
   broker_options.make_connection = [raw_loop, &broker](sbx::base::UniqueFd fd,
                                                        ConnectionOwner* owner) {
     return std::unique_ptr<RelayedConnection>(

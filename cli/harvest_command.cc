@@ -50,14 +50,14 @@ int RunHarvestCommand(std::span<const std::string> args) {
   workspace = resolved;
   auto host = runtime::ProbeHostFacts();
   if (!host) return Fail(host.error().Render());
-  // Root never runs git on the agent's files as root: the sandbox takes the workspace
-  // owner's ids (or the overflow ids when root owns it).
+  // Root never runs git as root in a workspace another uid owns: the sandbox takes the
+  // owner's ids. A workspace that is root's (a finished dispatch's, handed back) is read by
+  // root's own ids in the harvest sandbox, with no capability and the prelude's settings.
   dispatch::RunAsIds run_as;
   if (host->IsRoot()) {
     struct stat st {};
     if (::stat(workspace.c_str(), &st) != 0) return Fail("can't stat " + workspace);
-    run_as = st.st_uid != 0 ? runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid}
-                            : runtime::SandboxSpec::HostIds{host->overflow_uid, host->overflow_gid};
+    if (st.st_uid != 0) run_as = runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid};
   }
   if (!base) {
     auto head = dispatch::ReadBaseCommit(workspace, run_as);

@@ -62,8 +62,8 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
   std::optional<uid_t> socket_owner;
   if (r.run_as) socket_owner = r.run_as->uid;
   // The routes' upstreams were pinned by Resolve: nothing is looked up here.
-  relay::HostRelayOptions options{
-      state_dir->path(), r.routes, {}, r.request.ledger.value_or(""), socket_owner, {}, {}};
+  relay::HostRelayOptions options{state_dir->path(), r.routes, {}, r.request.ledger.value_or(""),
+                                  socket_owner,      &gate, {}, {}};
   if (auto st = AddBrokerOptions(r.request, r.routes, r.host_env, options); !st) return st;
   auto relays = relay::HostRelay::Create(loop.get(), std::move(options));
   if (!relays) return relays.error();
@@ -78,6 +78,7 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
     auto session = TtySession::Create(loop.get(), state_dir->path(), socket_owner);
     if (!session) return session.error();
     tty = std::move(*session);
+    tty->SetPeerGate(&gate);
   }
   return {};
 }

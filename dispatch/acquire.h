@@ -37,6 +37,9 @@ struct HostResources {
   base::UniqueFd hosts_fd;
   SandboxFiles files;               // the credentials' copy, /etc/resolv.conf
   std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
+  // Who the channels adopt: the supervisor, once it runs (relay/peer_check.h). The relays
+  // and the terminal point at it: the struct is built in place and never moved.
+  relay::PeerGate gate;
 
   base::Status Acquire(const ResolvedRequest& r, const std::string& id);
   // What the plan needs of them, with the dispatch's directories and the git guard.

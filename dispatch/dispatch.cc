@@ -1,6 +1,7 @@
 #include "dispatch/dispatch.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -20,6 +21,8 @@
 #include "dispatch/host/prepare.h"
 #include "dispatch/host/sandbox_files.h"
 #include "dispatch/host/write_access.h"
+#include "dispatch/identity/dispatch_identity.h"
+#include "dispatch/identity/hand_back.h"
 #include "dispatch/plan/broker_setup.h"
 #include "dispatch/plan/dry_run.h"
 #include "dispatch/record/announce.h"
@@ -124,6 +127,20 @@ class MadeDirCleanup {
   bool keep_ = false;
 };
 
+// Acquire's first step for a root caller without --run-as: the leased ids replace the
+// overflow ids Resolve chose as the host side; inside, the agent keeps those.
+base::Status LeaseIdentity(ResolvedRequest* r, const std::string& id,
+                           std::optional<IdLease>* lease) {
+  if (!WantsLeasedIdentity(r->request, r->host, r->run_as)) return {};
+  auto identity = LeaseDispatchIdentity(r->host, id, LeaseHoldPaths(r->request, id));
+  if (!identity) return identity.error();
+  if (!*identity) return {};
+  r->run_as = (*identity)->host;
+  r->inside_ids = (*identity)->inside;
+  *lease = std::move((*identity)->lease);
+  return {};
+}
+
 // The stop signal that came before the agent could start: nothing is started then.
 base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
   result->stop_signal = sig;
@@ -147,6 +164,10 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   const ResolvedRequest& r = *resolved;
   const DispatchRequest& request = r.request;
   if (request.dry_run) return DryRun(r, self_exe, result);
+  // A root caller's sandbox gets host ids of its own, leased before anything is created
+  // and held until this run ends (dispatch/identity/lease.h).
+  std::optional<IdLease> lease;
+  if (auto st = LeaseIdentity(&*resolved, result->id, &lease); !st) return st;
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
   int stopped_by = 0;
@@ -159,6 +180,10 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (auto st = dir_end->Hold(*dirs, r.run_as, request.rm); !st) return st;
   result->workspace = dirs->workspace;
   result->out = dirs->out;
+  // A leased identity borrows a given --workspace/--out; every directory is handed back to
+  // the caller when `lent` goes, after the sandbox and the harvest (identity/hand_back.h).
+  auto lent = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
+  if (!lent) return lent.error();
   auto guard = GitGuard::Prepare(dirs->workspace, !request.workspace,
                                  request.repo ? CloneOriginUrl(*request.repo) : "");
   if (!guard) return guard.error();
@@ -207,6 +232,9 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   }
   // The agent may write from now on: what it leaves is the caller's, whatever follows.
   cleanup.Keep();
+  // From now on the channels have a supervisor to check their peers against.
+  held.gate.Expect([&sandbox] { return (*sandbox)->SupervisorPidfd(); },
+                   r.run_as ? r.run_as->uid : ::geteuid());
   held.hosts_fd.reset();
   if (tty) {
     if (auto st = tty->Start(); !st) return st;

@@ -51,6 +51,10 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
   if (!spec) return spec.error();
   if (facts.guard != nullptr) facts.guard->AddBinds(*spec);
   spec->run_as = r.run_as;
+  if (r.inside_ids) {
+    spec->uid = r.inside_ids->uid;
+    spec->gid = r.inside_ids->gid;
+  }
   ApplyLimitsToSpec(r.limits, &*spec);
   const bool bwrap_backend = request.backend == DispatchBackend::kBwrap;
   // bwrap cannot write the sandbox's sysctls; its own --disable-userns is the second layer

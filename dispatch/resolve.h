@@ -25,6 +25,9 @@ struct ResolvedRequest {
   // Each with its upstream pinned (upstream_override): the relays dial exactly that.
   std::vector<relay::Route> routes;
   std::optional<runtime::SandboxSpec::HostIds> run_as;
+  // The agent's ids inside when they differ from run_as: a leased identity keeps the ids
+  // (and sandbox_user) it resolved to here whatever its host ids (dispatch/identity/).
+  std::optional<runtime::SandboxSpec::HostIds> inside_ids;
   std::vector<std::string> host_env;
   AgentInstall agent;
   DispatchLimits limits;

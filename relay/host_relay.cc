@@ -88,6 +88,7 @@ base::Status HostRelay::AddRoute(const HostRelayOptions& options, const Route& r
                              /*handoff=*/true,
                              DialPolicyFor(route.kind),
                              route.host,
+                             options.channel_gate,
                              {}};
   if (route.kind == RouteKind::kBroker) {
     auto broker = std::make_unique<BrokerRoute>();

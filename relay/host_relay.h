@@ -57,9 +57,10 @@ struct BrokerCredential {
 struct HostRelayOptions {
   std::string state_dir;  // an existing private directory: StateDir::path()
   std::vector<Route> routes;
-  Limits limits;                      // per route
-  std::string ledger_path;            // empty: no ledger
-  std::optional<uid_t> socket_owner;  // chown the sockets to this uid
+  Limits limits;                           // per route
+  std::string ledger_path;                 // empty: no ledger
+  std::optional<uid_t> socket_owner;       // chown the sockets to this uid
+  const PeerGate* channel_gate = nullptr;  // who may hand over a route's listener
   // Broker routes: at most one secret per route, and the CA certificates (PEM text) to
   // trust instead of the host's store.
   std::vector<BrokerCredential> broker_secrets;

@@ -98,6 +98,12 @@ void Relay::TakeChannel(base::UniqueFd fd) {
     Refuse(EPERM);  // not the supervisor's: it connected before anything else could
     return;
   }
+  // Not the sandbox's supervisor: refused (one ledger line), and the channel stays open for
+  // the supervisor's own connection.
+  if (options_.channel_gate != nullptr && !options_.channel_gate->Check(fd.get()).empty()) {
+    Refuse(EACCES);
+    return;
+  }
   channel_taken_ = true;
   int raw = fd.get();
   channel_ = std::move(fd);

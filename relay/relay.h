@@ -42,6 +42,8 @@
 #include "relay/event_loop.h"
 #include "relay/limits.h"
 
+#include "relay/peer_check.h"
+
 namespace sbx::relay {
 
 struct RelayOptions {
@@ -56,6 +58,8 @@ struct RelayOptions {
   // its SNI must give.
   DialPolicy dial = DialPolicy::kOnFirstByte;
   std::string server_name;
+  // Handoff mode: who may be the channel (relay/peer_check.h); null: whoever connects first.
+  const PeerGate* channel_gate = nullptr;
   // When set, makes each admitted connection instead of a Connection (broker routes).
   std::function<std::unique_ptr<RelayedConnection>(base::UniqueFd, ConnectionOwner*)>
       make_connection;

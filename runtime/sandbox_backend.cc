@@ -1,5 +1,6 @@
 #include "runtime/sandbox_backend.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -34,6 +35,9 @@ class NativeProcess final : public SandboxProcess {
     started_.MarkReaped();
     return info;
   }
+  [[nodiscard]] base::UniqueFd SupervisorPidfd() const override {
+    return base::UniqueFd(::fcntl(started_.pidfd(), F_DUPFD_CLOEXEC, 3));
+  }
 
  private:
   StartedSandbox started_;
@@ -52,6 +56,17 @@ class Native final : public SandboxBackend {
 class BwrapProcess final : public SandboxProcess {
  public:
   BwrapProcess(pid_t pid, base::UniqueFd pidfd) : pid_(pid), pidfd_(std::move(pidfd)) {}
+  BwrapProcess(const BwrapProcess&) = delete;
+  BwrapProcess& operator=(const BwrapProcess&) = delete;
+  // Not reaped (a run that ends early): the sandbox goes with its handle, as the native
+  // one does (StartedSandbox), so none of its processes outlives the caller's cleanup.
+  ~BwrapProcess() override {
+    if (reaped_) return;
+    base::PidfdSendSignal(pidfd_.get(), SIGKILL);
+    siginfo_t info{};
+    ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
+  }
+  [[nodiscard]] base::UniqueFd SupervisorPidfd() const override { return ChildPidfd(); }
   [[nodiscard]] int pidfd() const override { return pidfd_.get(); }
   // bwrap itself passes nothing on: every signal but SIGKILL goes to its only child, the
   // sandbox's pid 1 (--as-pid-1).
@@ -67,6 +82,7 @@ class BwrapProcess final : public SandboxProcess {
   siginfo_t Reap() override {
     siginfo_t info{};
     ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
+    reaped_ = true;
     return info;
   }
 
@@ -84,6 +100,7 @@ class BwrapProcess final : public SandboxProcess {
 
   pid_t pid_;
   base::UniqueFd pidfd_;
+  bool reaped_ = false;
 };
 
 class Bwrap final : public SandboxBackend {
@@ -126,14 +143,20 @@ class Bwrap final : public SandboxBackend {
       }
     }
     // bwrap cannot map the sandbox onto another host uid, so for a root caller it runs
-    // as the run-as user itself: the sandbox is then that user, never host root.
-    if (plan.userns && plan.userns->written_by_parent &&
-        (::setgroups(0, nullptr) != 0 ||
-         ::setresgid(plan.sandbox_gid, plan.sandbox_gid, plan.sandbox_gid) != 0 ||
-         ::setresuid(plan.sandbox_uid, plan.sandbox_uid, plan.sandbox_uid) != 0)) {
-      fmt::print(stderr, "{}: can't switch to uid {}: {}\n", prefix_, plan.sandbox_uid,
-                 std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
-      ::_exit(failure_exit_);
+    // as the run-as (or leased) host user itself: the sandbox is then that user, never
+    // host root, and the user namespace bwrap makes is that uid's alone. Inside, bwrap's
+    // --uid/--gid give the agent its ids (bwrap_render.cc).
+    if (plan.userns && plan.userns->written_by_parent) {
+      const uid_t uid = plan.userns->uid.outside;
+      const gid_t gid = plan.userns->gid.outside;
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
+          ::setresuid(uid, uid, uid) != 0) {
+        fmt::print(stderr, "{}: can't switch to uid {}: {}\n", prefix_, uid,
+                   std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
+        ::_exit(failure_exit_);
+      }
+      // Credentials changed: the parent-death signal was cleared; set it again.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     }
     // The rlimits that hold across bwrap's exec and mean the same there (RLIMIT_NPROC
     // would count the caller's processes outside the sandbox too).

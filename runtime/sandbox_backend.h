@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
 #include "runtime/plan.h"
 
 namespace sbx::runtime {
@@ -27,6 +28,10 @@ class SandboxProcess {
   virtual void Signal(int sig) const = 0;
   // After pidfd() turned readable: the wait status of the sandbox's first process.
   virtual siginfo_t Reap() = 0;
+  // A pidfd of the sandbox's supervisor as it is now: the first process natively, bwrap's
+  // child under bwrap (an invalid fd while bwrap has not forked it yet). What the
+  // dispatch's channels check their peer against (relay/peer_check.h).
+  [[nodiscard]] virtual base::UniqueFd SupervisorPidfd() const = 0;
 };
 
 class SandboxBackend {

@@ -163,6 +163,7 @@ std::vector<Check> RunDoctorChecks() {
   checks.push_back(doctor::SeccompCheck());
   append(doctor::InformationalChecks());
   append(doctor::LimitChecks());
+  append(doctor::IdentityChecks());
   checks.push_back(doctor::BwrapCheck());
   return checks;
 }

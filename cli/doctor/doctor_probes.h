@@ -60,6 +60,9 @@ std::vector<Check> LimitChecks();
 // bwrap (or $ATEAM_SANDBOX_BWRAP) for --backend bwrap: runs `bwrap --version`.
 Check BwrapCheck();
 
+// The id range of root's dispatches and the leases in use (doctor_identity.cc).
+std::vector<Check> IdentityChecks();
+
 // "strerror(err)" as a std::string.
 std::string ErrnoText(int err);
 

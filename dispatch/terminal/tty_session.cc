@@ -126,6 +126,16 @@ void TtySession::OnConnection() {
   base::UniqueFd channel(
       ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
   if (!channel && (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)) return;
+  if (channel && gate_ != nullptr) {
+    if (std::string why = gate_->Check(channel.get()); !why.empty()) {
+      if (!refusal_said_) {
+        const std::string line = "ateam-sandbox run: refused a terminal channel: " + why + "\n";
+        WriteAll(STDERR_FILENO, line.data(), line.size());
+        refusal_said_ = true;  // once: a flood of connections is not a flood of lines
+      }
+      return;  // closed; the supervisor's own connection is still to come
+    }
+  }
   loop_->UnwatchCallback(listener_.get());
   listener_.reset();
   if (!channel) return;

@@ -30,6 +30,7 @@
 #include "dispatch/terminal/terminal.h"
 #include "dispatch/terminal/tty_relay.h"
 #include "relay/event_loop.h"
+#include "relay/peer_check.h"
 
 namespace sbx::dispatch {
 
@@ -64,6 +65,9 @@ class TtySession {
   [[nodiscard]] std::string size_argument() const;
 
   base::Result<CallerStdioHidden> HideCallerStdio();
+  // Only a connection `gate` passes is the supervisor's (relay/peer_check.h); any other is
+  // closed with one line on stderr, and the socket stays open for the supervisor.
+  void SetPeerGate(const relay::PeerGate* gate) { gate_ = gate; }
   base::Status Start();
   // The caller's terminal went away (SIGHUP): the agent's is hung up too.
   void HangUp();
@@ -88,6 +92,8 @@ class TtySession {
   base::UniqueFd output_write_;  // closed once the sandbox started
   std::optional<winsize> size_;
   bool hung_up_ = false;
+  const relay::PeerGate* gate_ = nullptr;
+  bool refusal_said_ = false;
   RawMode raw_;
   std::unique_ptr<TtyRelay> relay_;
 };

@@ -31,8 +31,9 @@ RunOptions WithTimeout(std::chrono::milliseconds timeout);
 // Where something is missing for these tests (binary, tool), or "" when all is there.
 std::string MissingPrerequisite(const std::vector<std::string>& tools = {});
 
-// Root callers' sandboxes run as uid 65534 and `run` uses a --workspace as is, so a
-// workspace made by a root test is handed to that uid first. No-op for other callers.
+// A root test's --workspace/--out top given to uid 65534, another uid than root's and the
+// dispatch's: `run` lends the top and what of it is root's to the dispatch's leased uid and
+// gives the top back as it was. No-op for other callers.
 void HandToSandboxUser(const std::string& dir);
 
 // Pids whose /proc/PID/cmdline contains `needle` (NUL separators read as blanks).

@@ -333,11 +333,7 @@ TEST(RunTtyAgentTest, ClaudeInteractiveSession) {
                 work.path() +
                 "\": {\"hasTrustDialogAccepted\": true,"
                 " \"hasCompletedProjectOnboarding\": true}}}\n");
-  if (getuid() == 0) {
-    for (const std::string& path : {config_dir, config_dir + "/.claude.json"}) {
-      ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
-    }
-  }
+  // In the workspace, root's: `run` lends it to the dispatch's leased uid for the run.
   HandToSandboxUser(work.path());
   Args options = {
       "--workspace", work.path(),

@@ -72,6 +72,7 @@ class HandoffTest : public ::testing::Test {
                          true,
                          DialPolicy::kOnFirstByte,
                          "",
+                         nullptr,
                          {}};
     auto relay = Relay::Create(loop_.get(), std::move(*listener), std::move(options));
     ASSERT_TRUE(relay) << relay.error().Render();

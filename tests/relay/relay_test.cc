@@ -58,6 +58,7 @@ class RelayTest : public ::testing::Test {
                          /*handoff=*/false,
                          dial,
                          server_name,
+                         nullptr,
                          {}};
     auto relay = Relay::Create(loop_.get(), std::move(listener), std::move(options));
     EXPECT_TRUE(relay) << relay.error().Render();

@@ -1,0 +1,55 @@
+// doctor's identity lines: the id range a root caller's dispatches lease their host uid
+// and gid from, and the leases in use (dispatch/identity/lease.h).
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "cli/doctor/doctor_probes.h"
+#include "dispatch/identity/lease.h"
+
+namespace sbx::cli::doctor {
+
+std::vector<Check> IdentityChecks() {
+  std::vector<Check> checks;
+  if (::geteuid() != 0) {
+    checks.push_back({"identity", CheckStatus::kInfo,
+                      "an unprivileged caller's sandbox runs as the caller's own uid", ""});
+    return checks;
+  }
+  auto options = dispatch::HostLeaseOptions(65534, 65534);
+  if (!options) {
+    checks.push_back({"identity", CheckStatus::kInfo, options.error().Render(),
+                      "fix the range, or give every run --run-as"});
+    return checks;
+  }
+  const auto& range = options->range;
+  checks.push_back(
+      {"identity", CheckStatus::kInfo,
+       fmt::format("root's dispatches lease host ids from {}: uids {}-{}, gids {}-{}", range.source,
+                   range.first_uid, uint64_t{range.first_uid} + range.count - 1, range.first_gid,
+                   uint64_t{range.first_gid} + range.count - 1),
+       ""});
+  auto leases = dispatch::ListLeases(options->dir, options->owner);
+  if (!leases) {
+    checks.push_back({"identity leases", CheckStatus::kInfo, leases.error().Render(),
+                      "remove what does not belong in " + options->dir});
+    return checks;
+  }
+  size_t in_use = 0;
+  std::string held;
+  for (const auto& lease : *leases) {
+    if (!lease.in_use) continue;
+    ++in_use;
+    if (in_use <= 8) {
+      held += fmt::format("{}{} ({}, {})", held.empty() ? "" : "; ", lease.uid, lease.dispatch_id,
+                          lease.running ? "running" : "its directory exists");
+    }
+  }
+  checks.push_back(
+      {"identity leases", CheckStatus::kInfo,
+       fmt::format("{} of {} in use{}{}", in_use, range.count, held.empty() ? "" : ": ", held),
+       ""});
+  return checks;
+}
+
+}  // namespace sbx::cli::doctor

@@ -1,0 +1,253 @@
+#include "dispatch/identity/lease.h"
+
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "base/c_handle.h"
+#include "base/safe_path.h"
+#include "dispatch/identity/host_ids.h"
+
+namespace sbx::dispatch {
+namespace {
+
+std::optional<uint32_t> LeaseFileUid(std::string_view name) {
+  uint32_t value = 0;
+  if (name.empty() || name.size() > 10 || name.front() == '0') return std::nullopt;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), value);
+  if (ec != std::errc() || end != name.data() + name.size()) return std::nullopt;
+  return value;
+}
+
+base::Error Tampered(const std::string& path, const std::string& why) {
+  return base::Error::Message(fmt::format(
+      "the lease directory is not root's alone: {} {}; remove what does not belong there", path,
+      why));
+}
+
+// A lease file as it must be: a regular file of the owner, one link, writable by it only.
+base::Status CheckLeaseStat(const struct stat& st, uid_t owner, const std::string& path) {
+  if (!S_ISREG(st.st_mode)) return Tampered(path, "is not a regular file");
+  if (st.st_uid != owner) return Tampered(path, fmt::format("belongs to uid {}", st.st_uid));
+  if ((st.st_mode & 07077) != 0) return Tampered(path, "has a mode other than 0600");
+  if (st.st_nlink != 1) return Tampered(path, "has other hard links");
+  return {};
+}
+
+// The lease directory, made 0700 when missing, verified from / (every component root's
+// or the owner's, no symlink, not writable by others), and every entry in it checked: a
+// regular lease file named by a uid, or nothing may be there.
+base::Result<base::UniqueFd> OpenLeaseDir(const std::string& dir, uid_t owner, bool create) {
+  if (create) {
+    auto made = base::OpenOrMakeTrustedDir(dir, 0700, owner);
+    if (!made) return made.error();
+  }
+  // Opened again with no symlink anywhere on the way: the lease directory is at its own
+  // place, never somewhere a link leads.
+  auto opened = base::OpenTrustedDir(dir, owner);
+  if (!opened) return opened.error();
+  auto fd = base::OpenBeneath(opened->get(), ".", O_RDONLY | O_DIRECTORY);
+  if (!fd) return fd.error();
+  struct stat dst {};
+  if (::fstat(fd->get(), &dst) != 0) return base::ErrnoError("Can't stat", dir);
+  if (dst.st_uid != owner || (dst.st_mode & 077) != 0) {
+    return Tampered(dir, "is not a 0700 directory of the caller's");
+  }
+  // Read through a dup: closedir closes what it was given.
+  base::CHandle<DIR, ::closedir> listing(::fdopendir(::dup(fd->get())));
+  if (!listing) return base::ErrnoError("Can't read", dir);
+  ::rewinddir(listing.get());
+  while (const dirent* entry = ::readdir(listing.get())) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = fmt::format("{}/{}", dir, name);
+    if (!LeaseFileUid(name)) return Tampered(path, "is not a lease file");
+    struct stat st {};
+    if (::fstatat(fd->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue;
+      return base::ErrnoError("Can't stat", path);
+    }
+    if (auto checked = CheckLeaseStat(st, owner, path); !checked) return checked.error();
+  }
+  return std::move(*fd);
+}
+
+base::Result<std::string> ReadAll(int fd, const std::string& path) {
+  std::string text;
+  char buf[4096];
+  off_t at = 0;
+  while (true) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return base::ErrnoError("Can't read", path);
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+    at += n;
+    if (text.size() > 1 << 20) return base::Error::Message(path + ": lease record too long");
+  }
+}
+
+base::Status WriteRecord(int fd, const std::string& text, const std::string& path) {
+  if (::ftruncate(fd, 0) != 0) return base::ErrnoError("Can't truncate", path);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return base::ErrnoError("Can't write", path);
+    done += static_cast<size_t>(n);
+  }
+  // The record is what keeps the uid taken after a crash of the host: on disk before the
+  // uid is used for anything.
+  if (::fsync(fd) != 0) return base::ErrnoError("Can't sync", path);
+  return {};
+}
+
+bool AnyPathExists(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 || errno != ENOENT) return true;
+  }
+  return false;
+}
+
+bool HostHasIds(uid_t uid, gid_t gid, const IdsInUse& running) {
+  return running.uids.contains(uid) || running.gids.contains(gid) || PasswdHasUid(uid) ||
+         GroupHasGid(gid);
+}
+
+}  // namespace
+
+std::string RenderLeaseRecord(const std::string& dispatch_id,
+                              const runtime::SandboxSpec::HostIds& ids,
+                              const std::vector<std::string>& paths) {
+  std::string text = fmt::format("dispatch {}\nuid {}\ngid {}\n", dispatch_id, ids.uid, ids.gid);
+  for (const auto& path : paths) {
+    // A path is one line: a newline in it would forge another record line.
+    if (path.find('\n') == std::string::npos) text += "path " + path + "\n";
+  }
+  return text;
+}
+
+LeaseInfo ParseLeaseRecord(const std::string& text) {
+  LeaseInfo info;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("dispatch ")) info.dispatch_id = line.substr(9);
+    if (line.starts_with("uid "))
+      info.uid = static_cast<uid_t>(std::strtoul(line.c_str() + 4, nullptr, 10));
+    if (line.starts_with("gid "))
+      info.gid = static_cast<gid_t>(std::strtoul(line.c_str() + 4, nullptr, 10));
+    if (line.starts_with("path ")) info.paths.push_back(line.substr(5));
+  }
+  return info;
+}
+
+base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::string& dispatch_id,
+                                       const std::vector<std::string>& paths) {
+  if (auto st = CheckIdRange(options.range); !st) return st.error();
+  auto dir = OpenLeaseDir(options.dir, options.owner, /*create=*/true);
+  if (!dir) return dir.error();
+  // Once per acquisition: the ids processes have now. A process that takes one of the
+  // range's ids later can only be root's doing, and root's runs take them through here.
+  const IdsInUse running = options.taken ? IdsInUse{} : ScanProcessIds();
+  auto taken = [&](uid_t uid, gid_t gid) {
+    return options.taken ? options.taken(uid, gid) : HostHasIds(uid, gid, running);
+  };
+  size_t held = 0;
+  for (uint32_t i = 0; i < options.range.count; ++i) {
+    const uid_t uid = options.range.first_uid + i;
+    const gid_t gid = options.range.first_gid + i;
+    if (uid == options.overflow_uid || gid == options.overflow_gid || uid == 65534 ||
+        gid == 65534) {
+      continue;
+    }
+    const std::string name = std::to_string(uid);
+    const std::string path = options.dir + "/" + name;
+    // Before creating anything: an id somebody has is never a lease, not even a file.
+    if (taken(uid, gid)) continue;
+    auto fd = base::OpenBeneath(dir->get(), name, O_RDWR | O_CREAT, 0600);
+    if (!fd) return fd.error();
+    struct stat st {};
+    if (::fstat(fd->get(), &st) != 0) return base::ErrnoError("Can't stat", path);
+    if (auto checked = CheckLeaseStat(st, options.owner, path); !checked) return checked.error();
+    if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK) return base::ErrnoError("Can't lock", path);
+      ++held;
+      continue;  // a run holds it
+    }
+    // Locked: now the record can be trusted to stay as read.
+    auto text = ReadAll(fd->get(), path);
+    if (!text) return text.error();
+    if (AnyPathExists(ParseLeaseRecord(*text).paths)) {
+      ++held;
+      continue;  // a finished dispatch whose files may still be there
+    }
+    IdLease lease;
+    lease.fd_ = std::move(*fd);
+    lease.dispatch_id_ = dispatch_id;
+    lease.shown_path_ = path;
+    lease.ids_ = {uid, gid};
+    if (auto st2 = lease.Record(paths); !st2) return st2.error();
+    return lease;
+  }
+  return base::Error::Message(fmt::format(
+      "no free uid left for this dispatch in {} (uids {}-{}): {} held by dispatches (their "
+      "directories still exist; `ateam-sandbox gc` removes finished ones), the rest named in "
+      "passwd/group or used by a process",
+      options.range.source, options.range.first_uid,
+      uint64_t{options.range.first_uid} + options.range.count - 1, held));
+}
+
+base::Status IdLease::Record(const std::vector<std::string>& paths) {
+  return WriteRecord(fd_.get(), RenderLeaseRecord(dispatch_id_, ids_, paths), shown_path_);
+}
+
+base::Result<std::vector<LeaseInfo>> ListLeases(const std::string& dir, uid_t owner) {
+  std::vector<LeaseInfo> leases;
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) return leases;
+  auto fd = OpenLeaseDir(dir, owner, /*create=*/false);
+  if (!fd) return fd.error();
+  base::CHandle<DIR, ::closedir> listing(::fdopendir(::dup(fd->get())));
+  if (!listing) return base::ErrnoError("Can't read", dir);
+  ::rewinddir(listing.get());  // the dup shares the offset the check left at the end
+  while (const dirent* entry = ::readdir(listing.get())) {
+    const std::string name = entry->d_name;
+    if (!LeaseFileUid(name)) continue;
+    auto file = base::OpenBeneath(fd->get(), name, O_RDONLY);
+    if (!file) continue;  // released and removed meanwhile
+    auto text = ReadAll(file->get(), fmt::format("{}/{}", dir, name));
+    if (!text) return text.error();
+    LeaseInfo info = ParseLeaseRecord(*text);
+    info.uid = *LeaseFileUid(name);
+    // A shared lock we can take means no run holds the exclusive one.
+    info.running = ::flock(file->get(), LOCK_SH | LOCK_NB) != 0;
+    info.in_use = info.running || AnyPathExists(info.paths);
+    leases.push_back(std::move(info));
+  }
+  std::sort(leases.begin(), leases.end(),
+            [](const LeaseInfo& a, const LeaseInfo& b) { return a.uid < b.uid; });
+  return leases;
+}
+
+base::Result<LeaseOptions> HostLeaseOptions(uid_t overflow_uid, gid_t overflow_gid) {
+  auto range = ResolveIdRange(std::getenv(kIdRangeEnv));  // NOLINT(concurrency-mt-unsafe)
+  if (!range) return range.error();
+  LeaseOptions options;
+  options.range = std::move(*range);
+  options.owner = ::geteuid();
+  options.overflow_uid = overflow_uid;
+  options.overflow_gid = overflow_gid;
+  return options;
+}
+
+}  // namespace sbx::dispatch
