@@ -353,7 +353,10 @@ int BrokerRequestRewriter::CheckAndWriteHead() {
   out.Append(" HTTP/1.1\r\n");
   line("Host", host_);
   if (!header_.empty()) line(header_, secret_);
-  for (const auto& [name, value] : headers_) {
+  for (const auto& header : headers_) {
+    // Not a structured binding: clang 14 can't capture one in the lambda below.
+    const std::string& name = header.first;
+    const std::string& value = header.second;
     const bool dropped = std::any_of(kDropped.begin(), kDropped.end(), [&](std::string_view d) {
       return EqualsIgnoringCase(name, d);
     });
