@@ -39,8 +39,11 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--setenv", r.set_env, "NAME=VALUE to set inside (repeatable)");
   app.add_option("--ro", r.ro_paths, "extra host path, read-only at the same place");
   app.add_option("--rw", r.rw_paths, "extra host path, read-write at the same place");
-  app.add_option("--allow", r.allow, "HOST[:PORT][=ADDR:PORT] an allowed endpoint (repeatable)");
+  app.add_option("--allow", r.allow, "HOST[:PORT][=ADDR:PORT][,tls|tcp|broker] an allowed endpoint (repeatable)");
   app.add_flag("--no-default-allow", r.no_default_allow, "do not allow the preset's endpoint");
+  app.add_option("--broker-secret", r.broker_secrets,
+                 "HOST:HEADER=@FILE|$NAME the secret a broker route sets in HEADER (repeatable)");
+  app.add_option("--broker-ca", r.broker_ca, "FILE the CA certificates broker routes trust");
   app.add_option("--ledger", r.ledger, "append one JSON line per relayed connection here");
   app.add_option("--backend", backend, "native or bwrap")
       ->check(CLI::IsMember({"native", "bwrap"}));

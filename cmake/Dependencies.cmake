@@ -48,3 +48,15 @@ add_library(sbx::nl ALIAS sbx_dep_nl)
 add_library(sbx_dep_fmt INTERFACE)
 target_link_libraries(sbx_dep_fmt INTERFACE fmt::fmt-header-only)
 add_library(sbx::fmt ALIAS sbx_dep_fmt)
+
+# nodejs http-parser: the broker routes' HTTP/1.1 parser (relay/broker_request.h).
+sbx_static_or_shared(sbx_http_parser_libs http_parser)
+add_library(sbx_dep_http_parser INTERFACE)
+target_link_libraries(sbx_dep_http_parser INTERFACE ${sbx_http_parser_libs})
+add_library(sbx::http_parser ALIAS sbx_dep_http_parser)
+
+# OpenSSL: TLS from the host relay to a broker route's upstream (relay/broker_tls.h).
+sbx_static_or_shared(sbx_ssl_libs ssl crypto)
+add_library(sbx_dep_ssl INTERFACE)
+target_link_libraries(sbx_dep_ssl INTERFACE ${sbx_ssl_libs} pthread dl)
+add_library(sbx::ssl ALIAS sbx_dep_ssl)

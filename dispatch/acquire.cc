@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/plan/broker_setup.h"
 #include "dispatch/plan/limit_check.h"
 #include "dispatch/sys/caller_stderr.h"
 #include "dispatch/terminal/terminal.h"
@@ -68,8 +69,9 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
   if (r.run_as) socket_owner = r.run_as->uid;
   // The routes' upstreams were pinned by Resolve: nothing is looked up here.
   relay::HostRelayOptions options{state_dir->path(), r.routes, {}, r.request.ledger.value_or(""),
-                                  socket_owner,      &gate};
-  auto relays = relay::HostRelay::Create(loop.get(), options);
+                                  socket_owner,      &gate,    {}, {}};
+  if (auto st = AddBrokerOptions(r.request, r.routes, r.host_env, options); !st) return st;
+  auto relays = relay::HostRelay::Create(loop.get(), std::move(options));
   if (!relays) return relays.error();
   tunnel = std::move(*relays);
   auto hosts = HostsFileFd(r.routes);

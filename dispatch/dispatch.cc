@@ -23,6 +23,7 @@
 #include "dispatch/host/write_access.h"
 #include "dispatch/identity/dispatch_identity.h"
 #include "dispatch/identity/hand_back.h"
+#include "dispatch/plan/broker_setup.h"
 #include "dispatch/plan/dry_run.h"
 #include "dispatch/record/announce.h"
 #include "dispatch/record/record.h"
@@ -229,7 +230,10 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
       request.backend == DispatchBackend::kNative
           ? runtime::NativeBackend()
           : runtime::BwrapBackend(request.bwrap_path, "ateam-sandbox run", kRuntimeFailureExit);
+  std::optional<DumpableWhileCloning> dumpable;  // the native child's uid map is ours to write
+  if (request.backend == DispatchBackend::kNative) dumpable.emplace();
   auto sandbox = backend->Start(planned->plan);
+  dumpable.reset();
   hidden.reset();
   if (!sandbox) {
     // A refused namespace, mount or /proc comes back in the kernel's words: name the step

@@ -39,13 +39,13 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
     auto address = netns::RouteAddress(static_cast<size_t>(route.index));
     if (!address) return address.error();
     paths.route_sockets.push_back(facts.state_dir + "/" + relay::RouteSocketName(route.index));
-    paths.route_listen.push_back(fmt::format("{}:{}", *address, route.port));
+    paths.route_listen.push_back(fmt::format("{}:{}", *address, relay::SandboxPort(route)));
     planned.routes.push_back(
         {route.host, route.port, *address,
          route.upstream_override ? route.upstream_override->ToString() : std::string(),
          std::string(relay::RouteKindName(route.kind))});
     // What the supervisor will apply: the same kernel answers there as here.
-    landlock->connect_ports.push_back(static_cast<uint16_t>(route.port));
+    landlock->connect_ports.push_back(relay::SandboxPort(route));
   }
   planned.landlock = security::BuildLandlockRuleset(*landlock, r.landlock_abi);
   auto spec = BuildDispatchSpec(request, paths);

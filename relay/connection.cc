@@ -75,6 +75,12 @@ std::string_view EndReasonName(EndReason reason) {
       return "sni-mismatch";
     case EndReason::kHelloTimeout:
       return "hello-timeout";
+    case EndReason::kAnswered:
+      return "answered";
+    case EndReason::kRequestRefused:
+      return "request-refused";
+    case EndReason::kUpstreamTls:
+      return "upstream-tls";
   }
   return "unknown";
 }
@@ -98,6 +104,9 @@ bool IsHelloRefusal(EndReason reason) {
     case EndReason::kLimit:
     case EndReason::kShutdown:
     case EndReason::kRefused:
+    case EndReason::kAnswered:
+    case EndReason::kRequestRefused:
+    case EndReason::kUpstreamTls:
       return false;
   }
   return false;

@@ -33,6 +33,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/error.h"
 #include "base/unique_fd.h"
 #include "relay/client_hello.h"
 #include "relay/endpoint.h"
@@ -61,6 +62,10 @@ enum class EndReason {
   kNoSni,         // a well-formed ClientHello without a server name
   kSniMismatch,   // a well-formed ClientHello naming another host (ConnectionRecord::sni)
   kHelloTimeout,  // no whole ClientHello within Limits::hello_timeout
+  // Broker routes (relay/broker_connection.h), one record per request:
+  kAnswered,        // the upstream's response was passed on whole
+  kRequestRefused,  // the request was refused (ConnectionRecord::refusal); never sent
+  kUpstreamTls,     // the TLS handshake or the certificate check failed (::detail)
 };
 std::string_view EndReasonName(EndReason reason);
 // The ends above that the ClientHello check gives.
@@ -83,17 +88,33 @@ struct ConnectionRecord {
   int err = 0;  // the errno behind `end`, when there is one
   bool dialed = false;
   std::string sni;  // kSniMismatch: the name asked for instead (<= 255 bytes, non-ASCII as '?')
+  // Broker routes: the request's method and path (no query), its response's status, why it
+  // was refused (BrokerRefusalName), a TLS error's text. Never a header value.
+  std::string method;
+  std::string path;
+  int status = 0;
+  std::string refusal;
+  std::string detail;
   // Of bytes_up + bytes_down, those moved by splice(2) (Flow splice mode); not in the ledger.
   uint64_t bytes_spliced = 0;
 };
 
-class Connection;
+// What a Relay holds per accepted connection: a Connection, or a route's own kind of one
+// (RelayOptions::make_connection).
+class RelayedConnection : public Closable {
+ public:
+  // Starts watching; on failure nothing is watched and the caller drops the connection.
+  virtual base::Status Start() = 0;
+  // Closes now with `reason` (the owner is told, as for any close).
+  virtual void Abort(EndReason reason) = 0;
+};
 
 // Told when a connection has closed its sockets. Called from inside the connection's own
 // callback: the owner must hand the object to EventLoop::DestroyLater(), not delete it.
 class ConnectionOwner {
  public:
-  virtual void OnConnectionClosed(Connection* connection, const ConnectionRecord& record) = 0;
+  virtual void OnConnectionClosed(RelayedConnection* connection,
+                                  const ConnectionRecord& record) = 0;
 
  protected:
   ~ConnectionOwner() = default;
@@ -110,7 +131,7 @@ struct ConnectionConfig {
   std::string_view server_name;  // kAfterClientHello: the SNI to require; outlives it
 };
 
-class Connection final : public Closable {
+class Connection final : public RelayedConnection {
  public:
   // Takes ownership of the accepted, non-blocking `downstream` socket.
   Connection(const ConnectionConfig& config, base::UniqueFd downstream);
@@ -122,9 +143,9 @@ class Connection final : public Closable {
   // also dials. On failure nothing is watched and the caller drops the connection. A dial that
   // fails at once closes the connection inside Start() (the owner is told, as for any close):
   // the owner must already hold it.
-  base::Status Start();
+  base::Status Start() override;
   // Closes now with `reason` (the owner is told, as for any close).
-  void Abort(EndReason reason);
+  void Abort(EndReason reason) override;
 
   [[nodiscard]] bool closed() const { return state_ == State::kClosed; }
 

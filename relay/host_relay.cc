@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <set>
 
@@ -15,6 +16,8 @@ DialPolicy DialPolicyFor(RouteKind kind) {
       return DialPolicy::kAfterClientHello;
     case RouteKind::kTcp:
       return DialPolicy::kAtAccept;
+    case RouteKind::kBroker:
+      return DialPolicy::kOnFirstByte;  // unused: BrokerConnection dials on a checked request
   }
   return DialPolicy::kAfterClientHello;
 }
@@ -32,7 +35,23 @@ base::Result<std::unique_ptr<HostRelay>> HostRelay::Create(EventLoop* loop,
     if (!upstream) return upstream.error();
     upstreams.push_back(*upstream);
   }
+  const bool any_broker = std::any_of(options.routes.begin(), options.routes.end(),
+                                      [](const Route& r) { return r.kind == RouteKind::kBroker; });
+  for (const BrokerCredential& credential : options.broker_secrets) {
+    auto route = std::find_if(options.routes.begin(), options.routes.end(), [&](const Route& r) {
+      return r.host == credential.host && r.kind == RouteKind::kBroker;
+    });
+    if (route == options.routes.end()) {
+      return base::Error(EINVAL, "A brokered secret names no broker route", credential.host);
+    }
+  }
   std::unique_ptr<HostRelay> host(new HostRelay(loop));
+  if (any_broker) {
+    auto ctx = MakeBrokerTlsContext(options.broker_ca_pem);
+    if (!ctx) return ctx.error();
+    host->broker_tls_ = std::move(*ctx);
+    host->broker_secrets_ = std::move(options.broker_secrets);
+  }
   if (!options.ledger_path.empty()) {
     auto ledger = Ledger::Open(options.ledger_path);
     if (!ledger) return ledger.error();
@@ -62,14 +81,35 @@ base::Status HostRelay::AddRoute(const HostRelayOptions& options, const Route& r
     return listener.error();
   }
   size_t slot = routes_.size();
-  routes_.push_back(RouteRelay{route, endpoint->unix_path(), upstream, nullptr});
+  routes_.push_back(RouteRelay{route, endpoint->unix_path(), upstream, nullptr, nullptr});
   RelayOptions relay_options{Endpoint::Tcp(upstream),
                              options.limits,
                              [this, slot](const ConnectionRecord& record) { Record(slot, record); },
                              /*handoff=*/true,
                              DialPolicyFor(route.kind),
                              route.host,
-                             options.channel_gate};
+                             options.channel_gate,
+                             {}};
+  if (route.kind == RouteKind::kBroker) {
+    auto broker = std::make_unique<BrokerRoute>();
+    broker->host = route.host;
+    for (const BrokerCredential& credential : broker_secrets_) {
+      if (credential.host != route.host) continue;
+      broker->header = credential.header;
+      broker->secret = &credential.secret;
+    }
+    broker->tls = broker_tls_.get();
+    broker->target = Endpoint::Tcp(upstream);
+    broker->limits = options.limits;
+    broker->on_record = [this, slot](const ConnectionRecord& record) { Record(slot, record); };
+    const BrokerRoute* shared = broker.get();
+    EventLoop* loop = loop_;
+    relay_options.make_connection = [loop, shared](base::UniqueFd fd, ConnectionOwner* owner) {
+      return std::unique_ptr<RelayedConnection>(
+          BrokerConnection::Make(loop, shared, std::move(fd), owner));
+    };
+    routes_.back().broker = std::move(broker);
+  }
   auto relay = Relay::Create(loop_, std::move(*listener), std::move(relay_options));
   if (!relay) return relay.error();
   routes_.back().relay = std::move(*relay);

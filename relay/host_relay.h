@@ -35,6 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "relay/broker_connection.h"
+#include "relay/broker_memory.h"
+#include "relay/broker_tls.h"
 #include "relay/event_loop.h"
 #include "relay/ledger.h"
 #include "relay/ledger_throttle.h"
@@ -44,6 +47,13 @@
 
 namespace sbx::relay {
 
+// A broker route's secret: which header of the requests to `host` it goes into.
+struct BrokerCredential {
+  std::string host;  // a broker route's host, as in Route::host
+  std::string header;
+  BrokerSecret secret;
+};
+
 struct HostRelayOptions {
   std::string state_dir;  // an existing private directory: StateDir::path()
   std::vector<Route> routes;
@@ -51,13 +61,17 @@ struct HostRelayOptions {
   std::string ledger_path;                 // empty: no ledger
   std::optional<uid_t> socket_owner;       // chown the sockets to this uid
   const PeerGate* channel_gate = nullptr;  // who may hand over a route's listener
+  // Broker routes: at most one secret per route, and the CA certificates (PEM text) to
+  // trust instead of the host's store.
+  std::vector<BrokerCredential> broker_secrets;
+  std::optional<std::string> broker_ca_pem;
 };
 
 // "route-N.sock": the socket of route N, on both sides of the tunnel.
 std::string RouteSocketName(int index);
 
 // When a route's connections dial: tls routes after a ClientHello naming the route's host,
-// tcp routes at once (RouteKind).
+// tcp routes at once (RouteKind). Broker routes make BrokerConnections instead.
 DialPolicy DialPolicyFor(RouteKind kind);
 
 class HostRelay {
@@ -67,6 +81,7 @@ class HostRelay {
     std::string socket_path;
     SocketAddress upstream;  // pinned
     std::unique_ptr<Relay> relay;
+    std::unique_ptr<BrokerRoute> broker;  // broker routes only
   };
 
   static base::Result<std::unique_ptr<HostRelay>> Create(EventLoop* loop, HostRelayOptions options);
@@ -90,7 +105,9 @@ class HostRelay {
   std::optional<Ledger> ledger_;
   LedgerThrottle throttle_;
   base::Status ledger_status_;
-  std::vector<RouteRelay> routes_;
+  SslCtxPtr broker_tls_;
+  std::vector<BrokerCredential> broker_secrets_;
+  std::vector<RouteRelay> routes_;  // last: its relays go before what they point at
 };
 
 }  // namespace sbx::relay

@@ -58,6 +58,12 @@ std::string FormatLedgerLine(const LedgerEntry& entry) {
   AppendField(out, "end", EndReasonName(r.end));
   // The name a refused ClientHello asked for: the agent's bytes, quoted like any string.
   if (!r.sni.empty()) AppendField(out, "sni", r.sni);
+  // A broker route's request: what was asked and answered, never a header.
+  if (!r.method.empty()) AppendField(out, "method", r.method);
+  if (!r.path.empty()) AppendField(out, "path", r.path);
+  if (r.status != 0) AppendField(out, "status", r.status);
+  if (!r.refusal.empty()) AppendField(out, "refusal", r.refusal);
+  if (!r.detail.empty()) AppendField(out, "error", r.detail);
   if (r.err != 0) {
     AppendField(out, "error", std::strerror(r.err));  // NOLINT(concurrency-mt-unsafe)
   }

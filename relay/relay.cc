@@ -174,8 +174,14 @@ void Relay::Take(base::UniqueFd fd) {
 void Relay::Admit(base::UniqueFd fd) {
   ConnectionConfig config{loop_,  &options_.target, &options_.limits, this,
                           &pool_, splice_,          options_.dial,    options_.server_name};
-  auto connection = std::make_unique<Connection>(config, std::move(fd));
-  Connection* raw = connection.get();
+  std::unique_ptr<RelayedConnection> connection =
+      options_.make_connection ? options_.make_connection(std::move(fd), this)
+                               : std::make_unique<Connection>(config, std::move(fd));
+  if (!connection) {
+    ++stats_.shed;  // its buffers could not be had: the fd went with the factory
+    return;
+  }
+  RelayedConnection* raw = connection.get();
   // Held before Start(): an eager dial that fails at once closes it inside Start(), and
   // OnConnectionClosed then finds it here.
   connections_.emplace(raw, std::move(connection));
@@ -242,7 +248,7 @@ void Relay::Report(const ConnectionRecord& record) {
   if (options_.on_record) options_.on_record(record);
 }
 
-void Relay::OnConnectionClosed(Connection* connection, const ConnectionRecord& record) {
+void Relay::OnConnectionClosed(RelayedConnection* connection, const ConnectionRecord& record) {
   stats_.spliced_bytes += record.bytes_spliced;
   if (record.dialed) {
     ++stats_.dialed;

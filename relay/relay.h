@@ -60,6 +60,9 @@ struct RelayOptions {
   std::string server_name;
   // Handoff mode: who may be the channel (relay/peer_check.h); null: whoever connects first.
   const PeerGate* channel_gate = nullptr;
+  // When set, makes each admitted connection instead of a Connection (broker routes).
+  std::function<std::unique_ptr<RelayedConnection>(base::UniqueFd, ConnectionOwner*)>
+      make_connection;
 };
 
 class Relay final : public IoHandler, private ConnectionOwner {
@@ -126,7 +129,7 @@ class Relay final : public IoHandler, private ConnectionOwner {
   void PauseAccepting();
   [[nodiscard]] bool WatchListeners();
   void Report(const ConnectionRecord& record);
-  void OnConnectionClosed(Connection* connection, const ConnectionRecord& record) override;
+  void OnConnectionClosed(RelayedConnection* connection, const ConnectionRecord& record) override;
 
   EventLoop* loop_;
   base::UniqueFd listener_;  // closed once a handed-off listener is adopted
@@ -143,7 +146,7 @@ class Relay final : public IoHandler, private ConnectionOwner {
   EventLoop::TimerId resume_timer_;
   BufferPool pool_;  // before connections_: destroyed after them
   bool splice_;      // SIGPIPE ignored when the relay was made: bulk flows may splice(2)
-  std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<RelayedConnection*, std::unique_ptr<RelayedConnection>> connections_;
   Stats stats_;
 };
 

@@ -122,6 +122,8 @@ std::string_view RouteKindName(RouteKind kind) {
       return "tls";
     case RouteKind::kTcp:
       return "tcp";
+    case RouteKind::kBroker:
+      return "broker";
   }
   return "unknown";
 }
@@ -142,8 +144,10 @@ base::Result<Route> ParseRoute(std::string_view spec, int index) {
       kind = RouteKind::kTls;
     } else if (name == "tcp") {
       kind = RouteKind::kTcp;
+    } else if (name == "broker") {
+      kind = RouteKind::kBroker;
     } else {
-      return base::Error(EINVAL, "Unknown route kind (tls or tcp) in route", std::string(spec));
+      return base::Error(EINVAL, "Unknown route kind (tls, tcp or broker) in route", std::string(spec));
     }
     route_part = spec.substr(0, comma);
   }

@@ -44,8 +44,15 @@ enum class RouteKind {
   // Dials as soon as the agent connects and never looks at the bytes: for protocols where
   // the server speaks first (SSH, SMTP, ...), and anything that is not TLS.
   kTcp,
+  // The agent speaks plain HTTP/1.1 to port 80 inside; the host relay checks and rewrites
+  // each request (a brokered secret in its header) and sends it over TLS it verifies itself
+  // (relay/broker_connection.h). The relay sees this route's plaintext.
+  kBroker,
 };
-std::string_view RouteKindName(RouteKind kind);  // "tls", "tcp"
+std::string_view RouteKindName(RouteKind kind);  // "tls", "tcp", "broker"
+// The port the agent connects to inside: 80 for a broker route (plain HTTP), else the
+// route's port.
+inline constexpr uint16_t kBrokerSandboxPort = 80;
 // The kind of a route that does not name one: tls for port 443, tcp for every other port.
 RouteKind DefaultRouteKind(uint16_t port);
 
@@ -57,9 +64,14 @@ struct Route {
   std::optional<SocketAddress> upstream_override;  // `=ADDR:PORT`: used as is, never checked
 };
 
+[[nodiscard]] inline uint16_t SandboxPort(const Route& route) {
+  return route.kind == RouteKind::kBroker ? kBrokerSandboxPort : route.port;
+}
+
 // Parses "HOST[:PORT][=ADDR:PORT][,KIND]", e.g. "api.example.com", "api.example.com:8443",
 // "api.example.com=127.0.0.1:9443", "git.example.com:22,tcp". HOST is a DNS name: letters,
-// digits, '-', '.'. KIND is "tls" or "tcp"; without it, DefaultRouteKind(PORT).
+// digits, '-', '.'. KIND is "tls", "tcp" or "broker" (PORT is then the upstream's); without
+// it, DefaultRouteKind(PORT).
 base::Result<Route> ParseRoute(std::string_view spec, int index);
 
 // The pinned address for `route`: its override, else the first result of one getaddrinfo

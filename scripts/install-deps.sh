@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libcap-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libfmt-dev libcli11-dev
+  libhttp-parser-dev libssl-dev  # broker routes: the HTTP/1.1 parser and TLS to the upstream
   libgtest-dev libgmock-dev googletest
   bubblewrap socat openssl curl iproute2 git
   clang-format clang-tidy

@@ -1,5 +1,7 @@
 #include "dispatch/plan/layout.h"
 
+#include "dispatch/plan/broker_setup.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +71,9 @@ base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& r
   std::vector<std::string> names = {"TERM", "COLORTERM", "TZ"};
   names.insert(names.end(), profile.env.begin(), profile.env.end());
   names.insert(names.end(), request.env_names.begin(), request.env_names.end());
+  if (auto brokered = ApplyBrokerEnvironment(request, request.agent, names, env); !brokered) {
+    return brokered.error();
+  }
   for (const auto& name : names) {
     if (auto entry = HostValue(paths.host_env, name)) env.push_back(*entry);
   }

@@ -47,9 +47,10 @@ base::Status CheckChainAbove(int dir, uid_t owner) {
 }  // namespace
 
 base::Result<std::string> ReadCredentialsFile(const std::string& path,
-                                              const std::string& flag_value, bool root_caller) {
+                                              const std::string& flag_value, bool root_caller,
+                                              std::string_view flag) {
   auto refuse = [&](const std::string& why) {
-    return base::Error::Message(fmt::format("--credentials {}: {}", flag_value, why));
+    return base::Error::Message(fmt::format("{} {}: {}", flag, flag_value, why));
   };
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return refuse("give the file by an absolute path");

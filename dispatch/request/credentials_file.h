@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 
@@ -17,7 +18,10 @@ inline constexpr size_t kMaxCredentialsBytes = size_t{1} << 20;
 // it only when every directory above it belongs to root or to the file's owner and nobody
 // else can write there (a sticky one such as /var/tmp may be on the way), so that no other
 // user can steer root's read to a file of root's. Every refusal is one line.
+// `flag` names the option in messages (--broker-secret and --broker-ca files are read the
+// same way).
 base::Result<std::string> ReadCredentialsFile(const std::string& path,
-                                              const std::string& flag_value, bool root_caller);
+                                              const std::string& flag_value, bool root_caller,
+                                              std::string_view flag = "--credentials");
 
 }  // namespace sbx::dispatch

@@ -68,7 +68,7 @@ class DialPolicyTest : public ::testing::Test, public ConnectionOwner {
     ASSERT_TRUE(connection_->Start());
   }
 
-  void OnConnectionClosed(Connection* connection, const ConnectionRecord& record) override {
+  void OnConnectionClosed(RelayedConnection* connection, const ConnectionRecord& record) override {
     records_.push_back(record);
     if (connection == connection_.get()) loop_->DestroyLater(std::move(connection_));
   }

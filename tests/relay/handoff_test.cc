@@ -71,7 +71,9 @@ class HandoffTest : public ::testing::Test {
                          [this](const ConnectionRecord& r) { records_.push_back(r); },
                          true,
                          DialPolicy::kOnFirstByte,
-                         ""};
+                         "",
+                         nullptr,
+                         {}};
     auto relay = Relay::Create(loop_.get(), std::move(*listener), std::move(options));
     ASSERT_TRUE(relay) << relay.error().Render();
     host_ = std::move(*relay);

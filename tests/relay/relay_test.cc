@@ -57,7 +57,9 @@ class RelayTest : public ::testing::Test {
                          [this](const ConnectionRecord& r) { records_.push_back(r); },
                          /*handoff=*/false,
                          dial,
-                         server_name};
+                         server_name,
+                         nullptr,
+                         {}};
     auto relay = Relay::Create(loop_.get(), std::move(listener), std::move(options));
     EXPECT_TRUE(relay) << relay.error().Render();
     return relay ? std::move(*relay) : nullptr;

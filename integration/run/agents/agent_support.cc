@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace sbx::integration::run {
 namespace {
@@ -59,15 +60,17 @@ bool MakeTestCertificates(const TempDir& dir, const std::string& host) {
   return RunCommand({"sh", "-c", script}).exit_code == 0;
 }
 
-FakeAnthropic::FakeAnthropic() {
+FakeAnthropic::FakeAnthropic(bool hold) {
   if (!MakeTestCertificates(dir_, "api.anthropic.com")) {
     failure_ = "could not make the test certificates with openssl";
     return;
   }
   WriteFile(dir_.Sub("fake_anthropic.py"), kFakeAnthropicScript);
   WriteFile(dir_.Sub("requests.log"), "");
-  server_.emplace(Process::Start({kPython, dir_.Sub("fake_anthropic.py"), dir_.Sub("srv.pem"),
-                                  dir_.Sub("srv.key"), dir_.Sub("requests.log")}));
+  Args argv = {kPython, dir_.Sub("fake_anthropic.py"), dir_.Sub("srv.pem"), dir_.Sub("srv.key"),
+               dir_.Sub("requests.log")};
+  if (hold) argv.push_back(dir_.Sub("release"));
+  server_.emplace(Process::Start(argv));
   // The script prints exactly one line, "LISTENING <port>", once it accepts connections.
   if (!server_->WaitForOutput("\n", std::chrono::seconds(20))) {
     failure_ = "the fake server did not start; it printed: " + server_->out();
@@ -79,6 +82,17 @@ FakeAnthropic::FakeAnthropic() {
     return;
   }
   port_ = std::atoi(out.c_str() + 10);
+}
+
+void FakeAnthropic::Release() const { WriteFile(dir_.Sub("release"), ""); }
+
+bool FakeAnthropic::WaitForLog(const std::string& needle, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (Log().find(needle) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
 std::string FakeAnthropic::Log() const { return ReadFile(dir_.Sub("requests.log")).value_or(""); }

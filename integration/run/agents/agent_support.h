@@ -6,6 +6,7 @@
 // $SBX_AGENTS_DIR/node_modules/.bin/{claude,opencode}.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -34,7 +35,8 @@ bool MakeTestCertificates(const TempDir& dir, const std::string& host);
 // Log(): "request sni=SNI method=METHOD path=PATH bytes=N". The destructor stops it.
 class FakeAnthropic {
  public:
-  FakeAnthropic();
+  // `hold`: each POST /v1/messages is answered only after Release().
+  explicit FakeAnthropic(bool hold = false);
   FakeAnthropic(const FakeAnthropic&) = delete;
   FakeAnthropic& operator=(const FakeAnthropic&) = delete;
 
@@ -42,9 +44,14 @@ class FakeAnthropic {
   [[nodiscard]] bool ok() const { return port_ > 0; }
   [[nodiscard]] const std::string& failure() const { return failure_; }
   [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] pid_t pid() const { return server_ ? server_->pid() : -1; }
   // The CA certificate file to trust (NODE_EXTRA_CA_CERTS), world-readable.
   [[nodiscard]] std::string ca_path() const { return dir_.Sub("ca.pem"); }
   [[nodiscard]] std::string Log() const;
+  // Lets held answers go (and every later one at once).
+  void Release() const;
+  // Waits up to `timeout` for Log() to contain `needle`.
+  [[nodiscard]] bool WaitForLog(const std::string& needle, std::chrono::milliseconds timeout) const;
 
  private:
   TempDir dir_;

@@ -1,9 +1,11 @@
 """A fake api.anthropic.com for run_test's agent tests (host side, loopback only).
 
-Usage: python3 fake_anthropic.py CERT KEY LOG
+Usage: python3 fake_anthropic.py CERT KEY LOG [HOLD]
+With HOLD (a path), each POST /v1/messages is answered only once that file exists, so a test
+can look at the client while its request has been sent and its answer not yet received.
 Serves HTTPS on 127.0.0.1 at a kernel-chosen port, prints "LISTENING <port>" once ready,
 and appends one line per request to LOG, "request sni=SNI method=METHOD path=PATH
-bytes=N" (the server name the client sent in its ClientHello, "-" for none), or
+bytes=N host=HOST key=X-API-KEY auth=AUTHORIZATION" (spaces in it as +; the server name the client sent in its ClientHello, "-" for none), or
 "handshake-error sni=SNI error=TEXT". POST /v1/messages gets a minimal valid reply
 (server-sent events when the request asks to stream) whose text is REPLY_TEXT; the
 token-counting endpoint gets a count; everything else gets a 404 JSON error. Runs until
@@ -12,10 +14,12 @@ killed; every connection is served on its own thread.
 
 import http.server
 import json
+import os
 import socketserver
 import ssl
 import sys
 import threading
+import time
 
 REPLY_TEXT = "sbx-fake-reply: hello from the fake api.anthropic.com"
 
@@ -23,6 +27,15 @@ REPLY_TEXT = "sbx-fake-reply: hello from the fake api.anthropic.com"
 class State:
     lock = threading.Lock()
     log_path = ""
+    hold_path = ""
+
+
+def wait_for_release():
+    deadline = time.monotonic() + 120
+    while State.hold_path and not os.path.exists(State.hold_path):
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def record(kind, tls_socket, **fields):
@@ -99,7 +112,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         body = self.read_body()
         record("request", self.connection, method=self.command, path=self.path,
-               bytes=len(body))
+               bytes=len(body), host=self.headers.get("Host", "-"),
+               key=self.headers.get("x-api-key", "-"),
+               auth=(self.headers.get("Authorization") or "-").replace(" ", "+"))
         path = self.path.split("?", 1)[0]
         try:
             request = json.loads(body) if body else {}
@@ -107,6 +122,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             request = {}
         model = request.get("model", "claude-sbx-fake") if isinstance(request, dict) else ""
         if self.command == "POST" and path == "/v1/messages":
+            wait_for_release()
             if request.get("stream"):
                 self.send_stream(model)
             else:
@@ -146,6 +162,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 def main():
     cert, key, State.log_path = sys.argv[1:4]
+    State.hold_path = sys.argv[4] if len(sys.argv) > 4 else ""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     context.set_alpn_protocols(["http/1.1"])
