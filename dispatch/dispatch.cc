@@ -163,6 +163,51 @@ base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
   return {};
 }
 
+// Launch: the plan started through its backend, with the caller's stdio hidden from the
+// sandbox meanwhile when the agent gets a terminal of its own.
+base::Result<std::unique_ptr<runtime::SandboxProcess>> Launch(const DispatchRequest& request,
+                                                              TtySession* tty,
+                                                              const runtime::Plan& plan) {
+  std::optional<CallerStdioHidden> hidden;
+  if (tty != nullptr) {
+    auto swapped = tty->HideCallerStdio();
+    if (!swapped) return swapped.error();
+    hidden.emplace(std::move(*swapped));
+  }
+  const auto backend =
+      request.backend == DispatchBackend::kNative
+          ? runtime::NativeBackend()
+          : runtime::BwrapBackend(request.bwrap_path, "ateam-sandbox run", kRuntimeFailureExit);
+  std::optional<DumpableWhileCloning> dumpable;  // the native child's uid map is ours to write
+  if (request.backend == DispatchBackend::kNative) dumpable.emplace();
+  auto sandbox = backend->Start(plan);
+  dumpable.reset();
+  hidden.reset();
+  if (!sandbox) {
+    // A refused namespace, mount or /proc comes back in the kernel's words: name the step
+    // and point to doctor instead.
+    if (auto st = CheckNamespacesAllowed(); !st) return st.error();
+    return sandbox.error();
+  }
+  return sandbox;
+}
+
+// Finish: the sandbox reaped and its end recorded, the cgroup gone, then what the agent
+// left in the git metadata undone before the harvest reads the workspace.
+// The harvest reads `workspace` into `patch_file`, when there is one.
+void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::SandboxProcess* sandbox,
+            HostResources* held, GitGuard* guard, const std::string& workspace,
+            std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
+  RecordExit(sandbox->Reap(), outcome, result);
+  if (held->cgroup) RecordOomAndRemove(&*held->cgroup, r.limits.memory, result);
+  result->workspace_taint = guard->CheckAndRestore();
+  result->workspace_tainted = !result->workspace_taint.empty();
+  if (*patch_file) {
+    auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as);
+    if (!st) RecordHarvestFailure(st.error().Render(), result);
+  }
+}
+
 // One dispatch from request to exit status, in the order of its steps: Resolve (every
 // check, nothing created), the directories and HostResources (Acquire), the plan
 // (CompileDispatchPlan), Launch through the backend, Serve (the event loop), then Finish:
@@ -218,29 +263,9 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (int sig = TakeStopSignal(signal_fd->get()); sig != 0) return StoppedBeforeStart(sig, result);
   WarnUnwritablePlaces(request, *dirs, r.run_as);  // --rw, --workspace: said, never chowned
   AnnounceDispatch(result->id, dirs->workspace, dirs->out);
-  // Launch.
   std::unique_ptr<TtySession>& tty = held.tty;
-  std::optional<CallerStdioHidden> hidden;
-  if (tty) {
-    auto swapped = tty->HideCallerStdio();
-    if (!swapped) return swapped.error();
-    hidden.emplace(std::move(*swapped));
-  }
-  const auto backend =
-      request.backend == DispatchBackend::kNative
-          ? runtime::NativeBackend()
-          : runtime::BwrapBackend(request.bwrap_path, "ateam-sandbox run", kRuntimeFailureExit);
-  std::optional<DumpableWhileCloning> dumpable;  // the native child's uid map is ours to write
-  if (request.backend == DispatchBackend::kNative) dumpable.emplace();
-  auto sandbox = backend->Start(planned->plan);
-  dumpable.reset();
-  hidden.reset();
-  if (!sandbox) {
-    // A refused namespace, mount or /proc comes back in the kernel's words: name the step
-    // and point to doctor instead.
-    if (auto st = CheckNamespacesAllowed(); !st) return st;
-    return sandbox.error();
-  }
+  auto sandbox = Launch(request, tty.get(), planned->plan);
+  if (!sandbox) return sandbox.error();
   // The agent may write from now on: what it leaves is the caller's, whatever follows.
   cleanup.Keep();
   // From now on the channels have a supervisor to check their peers against.
@@ -255,17 +280,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   std::function<void()> hang_up;
   if (tty) hang_up = [&tty] { tty->HangUp(); };
   LoopOutcome outcome = ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up);
-  // Finish.
   if (tty) tty->Finish();
-  RecordExit((*sandbox)->Reap(), outcome, result);
-  if (held.cgroup) RecordOomAndRemove(&*held.cgroup, r.limits.memory, result);
-  // The sandbox is gone: undo what the agent left in the git metadata, then harvest.
-  result->workspace_taint = guard->CheckAndRestore();
-  result->workspace_tainted = !result->workspace_taint.empty();
-  if (*patch_file) {
-    auto st = WritePatchFile(**patch_file, dirs->workspace, result->base_commit, r.run_as);
-    if (!st) RecordHarvestFailure(st.error().Render(), result);
-  }
+  Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, &*patch_file, result);
   return {};
 }
 

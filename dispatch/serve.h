@@ -1,8 +1,7 @@
 // Serve, the event loop of a dispatch, and what the sandbox's end means for its result.
 #pragma once
 
-#include <signal.h>
-
+#include <csignal>
 #include <functional>
 
 #include "dispatch/request/request.h"

@@ -3,8 +3,7 @@
 // SandboxProcess: the sandbox's first process, how to signal it and how to wait for it.
 #pragma once
 
-#include <signal.h>
-
+#include <csignal>
 #include <memory>
 #include <string>
 
