@@ -24,7 +24,7 @@ declare -A inner=(
   [dispatch/plan]=1
   [dispatch/git]=2
   [dispatch/host]=3 [dispatch/terminal]=3
-  [dispatch/record]=4
+  [dispatch/record]=4 [dispatch/identity]=4
   [dispatch/top]=5
   [runtime/data]=0
   [runtime/child]=1
@@ -77,7 +77,7 @@ for folder in "${!layer[@]}"; do
 done
 if [[ $bad -ne 0 ]]; then
   echo "check-layers: FAILED: includes must point down the layers: base < security, netns, relay < runtime < dispatch, supervise < cli;" \
-    "inside dispatch/: request, sys < plan < git < host, terminal < record < dispatch.cc;" \
+    "inside dispatch/: request, sys < plan < git < host, terminal < record, identity < dispatch.cc;" \
     "inside runtime/: spec.h, plan.h < child/ < the rest" >&2
   exit 1
 fi
