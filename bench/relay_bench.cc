@@ -188,7 +188,8 @@ int RunTunnel(const std::string& dir, uint16_t server_port, int ready_fd, int st
   route.port = server_port;
   route.kind = RouteKind::kTcp;         // the bench speaks plain bytes, not TLS
   route.upstream_override = *upstream;  // loopback on purpose
-  auto host = HostRelay::Create(loop->get(), {dir, {route}, limits, "", std::nullopt, nullptr, {}, {}});
+  auto host =
+      HostRelay::Create(loop->get(), {dir, {route}, limits, "", std::nullopt, nullptr, {}, {}});
   if (!host) return 2;
   // SocketAddress takes ports 1..65535 only: pick one that was free a moment ago.
   auto listen_at = SocketAddress::FromIp("127.0.0.1", bench::FreeLoopbackPort());

@@ -13,9 +13,9 @@
 
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
-#include "dispatch/sys/caller_stderr.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/record/status_file.h"
+#include "dispatch/sys/caller_stderr.h"
 
 namespace sbx::cli {
 namespace {
@@ -39,7 +39,8 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--setenv", r.set_env, "NAME=VALUE to set inside (repeatable)");
   app.add_option("--ro", r.ro_paths, "extra host path, read-only at the same place");
   app.add_option("--rw", r.rw_paths, "extra host path, read-write at the same place");
-  app.add_option("--allow", r.allow, "HOST[:PORT][=ADDR:PORT][,tls|tcp|broker] an allowed endpoint (repeatable)");
+  app.add_option("--allow", r.allow,
+                 "HOST[:PORT][=ADDR:PORT][,tls|tcp|broker] an allowed endpoint (repeatable)");
   app.add_flag("--no-default-allow", r.no_default_allow, "do not allow the preset's endpoint");
   app.add_option("--broker-secret", r.broker_secrets,
                  "HOST:HEADER=@FILE|$NAME the secret a broker route sets in HEADER (repeatable)");

@@ -147,7 +147,8 @@ base::Result<Route> ParseRoute(std::string_view spec, int index) {
     } else if (name == "broker") {
       kind = RouteKind::kBroker;
     } else {
-      return base::Error(EINVAL, "Unknown route kind (tls, tcp or broker) in route", std::string(spec));
+      return base::Error(EINVAL, "Unknown route kind (tls, tcp or broker) in route",
+                         std::string(spec));
     }
     route_part = spec.substr(0, comma);
   }

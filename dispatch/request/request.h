@@ -21,15 +21,15 @@ struct DispatchRequest {
   std::optional<std::string> out;             // --out
   std::optional<std::string> credentials;     // --credentials SRC[:DEST]
   AgentPreset agent = AgentPreset::kNone;
-  std::vector<std::string> env_names;  // --env NAME
-  std::vector<std::string> set_env;    // --setenv NAME=VALUE
-  std::vector<std::string> ro_paths;   // --ro PATH
-  std::vector<std::string> rw_paths;   // --rw PATH
-  std::vector<std::string> allow;      // --allow HOST[:PORT][=ADDR:PORT]
-  bool no_default_allow = false;       // --no-default-allow: not even the preset's endpoint
+  std::vector<std::string> env_names;       // --env NAME
+  std::vector<std::string> set_env;         // --setenv NAME=VALUE
+  std::vector<std::string> ro_paths;        // --ro PATH
+  std::vector<std::string> rw_paths;        // --rw PATH
+  std::vector<std::string> allow;           // --allow HOST[:PORT][=ADDR:PORT]
+  bool no_default_allow = false;            // --no-default-allow: not even the preset's endpoint
   std::vector<std::string> broker_secrets;  // --broker-secret HOST:HEADER=@FILE|$NAME
   std::optional<std::string> broker_ca;     // --broker-ca FILE (dispatch/plan/broker_setup.h)
-  std::optional<std::string> ledger;   // --ledger FILE
+  std::optional<std::string> ledger;        // --ledger FILE
   DispatchBackend backend = DispatchBackend::kNative;
   std::string bwrap_path = "/usr/bin/bwrap";
   std::optional<double> timeout_seconds;
