@@ -5,8 +5,11 @@
 # /usr/bin/bwrap), one dispatch that clones /image/repo, reaches the host's loopback server
 # on PORT through the tunnel as api.example.test:443, and runs the escape checks
 # (in-sandbox.sh) inside the sandbox. Everything lands in /dispatches/BACKEND, below the
-# bind mount the tier reads back; the lines on stdout are the tier's results.
+# bind mount the tier reads back; the lines in /dispatches/lines.txt are the tier's results.
 port=$1
+# The lines go to a file of the volume, not to stdout: an engine may stop copying a
+# container's stdout before the last lines arrive when its process ends (ctr under load).
+exec >/dispatches/lines.txt
 ateam-sandbox doctor >/dispatches/doctor.txt 2>&1
 echo "doctor-exit $?"
 sed -n 's/^FAIL \([^:]*\):.*/doctor-fail \1/p' /dispatches/doctor.txt
