@@ -2,12 +2,13 @@
 # The results of one container of the engine tier, as expected/SHAPE.txt holds them
 # (sourced by containerd-tier.sh and podman-tier.sh):
 #   collect_results DIR CONTAINER_EXIT
-# DIR holds dispatches/, the container's volume: lines.txt (in-container.sh's lines),
-# doctor.txt, and per backend run.out, run.err, status.json and out/.
+# DIR holds container.out (the container's stdout) and dispatches/, the container's volume:
+# lines.txt (in-container.sh's lines, read instead of its stdout), doctor.txt, and per
+# backend run.out, run.err, status.json and out/.
 collect_results() {
   local dir=$1 backend d
   echo "container-exit $2"
-  cat "$dir/dispatches/lines.txt" 2>/dev/null || true
+  if [[ -f "$dir/dispatches/lines.txt" ]]; then cat "$dir/dispatches/lines.txt"; else cat "$dir/container.out"; fi
   # doctor's lines that name a setting to change (not those after an earlier failure)
   grep -E '^FAIL (proc|seccomp-filter|sethostname):' "$dir/dispatches/doctor.txt" 2>/dev/null |
     grep -v ': not tried, an earlier step failed' | sed 's/^/doctor: /' || true
