@@ -35,7 +35,7 @@ class OutputFile {
 
   // Opens the name for appending (--ledger): the caller's own regular file as it is, or a
   // new one made with O_EXCL, so whatever is there is never written through.
-  Result<UniqueFd> OpenForAppend(mode_t mode) const;
+  [[nodiscard]] Result<UniqueFd> OpenForAppend(mode_t mode) const;
 
   [[nodiscard]] int dir_fd() const { return dir_.get(); }
   [[nodiscard]] const std::string& path() const { return path_; }

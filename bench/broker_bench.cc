@@ -96,7 +96,7 @@ struct Stream {
   ssize_t Read(char* buf, size_t n) const {
     return ssl != nullptr ? SSL_read(ssl, buf, static_cast<int>(n)) : ::read(fd, buf, n);
   }
-  bool WriteAll(const std::string& data) const {
+  [[nodiscard]] bool WriteAll(const std::string& data) const {
     size_t done = 0;
     while (done < data.size()) {
       ssize_t n = ssl != nullptr
@@ -225,29 +225,8 @@ std::string Get(const std::string& path) {
   return "GET " + path + " HTTP/1.1\r\nHost: " + kHost + "\r\nx-api-key: placeholder\r\n\r\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int samples = 7;
-  int warm_rounds = 200;
-  int stream_mib = 64;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    int value = std::atoi(argv[i + 1]);
-    if (flag == "--samples")
-      samples = value;
-    else if (flag == "--warm-rounds")
-      warm_rounds = value;
-    else if (flag == "--stream-mib")
-      stream_mib = value;
-    else
-      Die("unknown flag " + flag);
-  }
-  ::signal(SIGPIPE, SIG_IGN);
-  auto dir =
-      std::filesystem::temp_directory_path() / ("broker_bench." + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string d = dir.string();
+// A test CA and the bench server's certificate for kHost in `d`; the CA's PEM.
+std::string MakeCertificates(const std::string& d) {
   const std::string script =
       "set -e; cd " + d +
       "; openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj "
@@ -261,6 +240,100 @@ int main(int argc, char** argv) {
   std::ifstream ca_file(d + "/ca.pem");
   std::stringstream ca_pem;
   ca_pem << ca_file.rdbuf();
+  return ca_pem.str();
+}
+
+// Each route's figures, one per sample.
+struct Samples {
+  std::vector<double> fresh;   // a request on a new connection, µs
+  std::vector<double> warm;    // the median request on a kept-alive connection, µs
+  std::vector<double> stream;  // a streamed answer, MiB/s
+};
+
+// One sample of every metric on `route`.
+void MeasureRoute(const Route& route, SSL_CTX* client, int warm_rounds, int stream_mib,
+                  Samples* out) {
+  // new: connect, (TLS,) one request, its whole answer.
+  auto t0 = Clock::now();
+  {
+    auto s = Open(route, client);
+    std::string pending;
+    if (!s->WriteAll(Get("/small")) || !ReadResponse(*s, pending, false, nullptr))
+      Die(std::string("new request on ") + route.name);
+  }
+  out->fresh.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  // warm: requests on one kept-alive connection.
+  auto s = Open(route, client);
+  std::string pending;
+  std::vector<double> rounds;
+  for (int i = 0; i < warm_rounds; ++i) {
+    auto t1 = Clock::now();
+    if (!s->WriteAll(Get("/small")) || !ReadResponse(*s, pending, false, nullptr))
+      Die(std::string("warm request on ") + route.name);
+    rounds.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t1).count());
+  }
+  out->warm.push_back(Median(rounds));
+  // stream: one long chunked answer.
+  auto t2 = Clock::now();
+  uint64_t bytes = 0;
+  if (!s->WriteAll(Get("/stream/" + std::to_string(stream_mib))) ||
+      !ReadResponse(*s, pending, true, &bytes))
+    Die(std::string("stream on ") + route.name);
+  const double secs = std::chrono::duration<double>(Clock::now() - t2).count();
+  out->stream.push_back(static_cast<double>(bytes) / (1024.0 * 1024.0) / secs);
+}
+
+// The medians per route and the median of the per-sample ratios.
+void PrintResults(const Samples (&of)[2], int samples, int warm_rounds, int stream_mib) {
+  auto ratio = [](const std::vector<double>& tls, const std::vector<double>& broker) {
+    std::vector<double> v;
+    for (size_t i = 0; i < tls.size(); ++i) v.push_back(broker[i] / tls[i]);
+    return Median(v);
+  };
+  std::printf(
+      "broker_bench: %d samples, interleaved; warm = median of %d requests; stream = %d MiB\n",
+      samples, warm_rounds, stream_mib);
+  std::printf("%-24s %12s %12s %14s\n", "metric", "tls", "broker", "broker/tls");
+  std::printf("%-24s %12.1f %12.1f %14.2f\n", "new request (us)", Median(of[0].fresh),
+              Median(of[1].fresh), ratio(of[0].fresh, of[1].fresh));
+  std::printf("%-24s %12.1f %12.1f %14.2f\n", "warm request (us)", Median(of[0].warm),
+              Median(of[1].warm), ratio(of[0].warm, of[1].warm));
+  std::printf("%-24s %12.1f %12.1f %14.2f\n", "stream (MiB/s)", Median(of[0].stream),
+              Median(of[1].stream), ratio(of[0].stream, of[1].stream));
+}
+
+// The command line: --samples N, --warm-rounds N, --stream-mib N.
+struct BenchOptions {
+  int samples = 7;
+  int warm_rounds = 200;
+  int stream_mib = 64;
+};
+
+BenchOptions ParseOptions(int argc, char** argv) {
+  BenchOptions options;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    int value = std::atoi(argv[i + 1]);
+    if (flag == "--samples")
+      options.samples = value;
+    else if (flag == "--warm-rounds")
+      options.warm_rounds = value;
+    else if (flag == "--stream-mib")
+      options.stream_mib = value;
+    else
+      Die("unknown flag " + flag);
+  }
+  return options;
+}
+
+int Run(int argc, char** argv) {
+  const auto [samples, warm_rounds, stream_mib] = ParseOptions(argc, argv);
+  ::signal(SIGPIPE, SIG_IGN);
+  auto dir =
+      std::filesystem::temp_directory_path() / ("broker_bench." + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string d = dir.string();
+  const std::string ca_pem = MakeCertificates(d);
 
   Server server(d + "/srv.pem", d + "/srv.key");
   auto loop = EventLoop::Create();
@@ -273,17 +346,12 @@ int main(int argc, char** argv) {
   // The relays' listeners are non-blocking, as Relay requires.
   int tls_listener = ListenLoopback(&tls_port, true);
   int broker_listener = ListenLoopback(&broker_port, true);
-  auto tls_relay = Relay::Create(loop->get(), sbx::base::UniqueFd(tls_listener),
-                                 {Endpoint::Tcp(upstream),
-                                  limits,
-                                  {},
-                                  false,
-                                  DialPolicy::kAfterClientHello,
-                                  kHost,
-                                  nullptr,
-                                  {}});
+  RelayOptions tls_options{Endpoint::Tcp(upstream),       limits, {},      false,
+                           DialPolicy::kAfterClientHello, kHost,  nullptr, {}};
+  auto tls_relay =
+      Relay::Create(loop->get(), sbx::base::UniqueFd(tls_listener), std::move(tls_options));
   if (!tls_relay) Die("tls relay: " + tls_relay.error().Render());
-  auto ctx = MakeBrokerTlsContext(ca_pem.str());
+  auto ctx = MakeBrokerTlsContext(ca_pem);
   if (!ctx) Die(ctx.error().Render());
   auto secret = BrokerSecret::Make("sk-bench-secret");
   if (!secret) Die(secret.error().Render());
@@ -317,60 +385,29 @@ int main(int argc, char** argv) {
   SSL_CTX_set_verify(client, SSL_VERIFY_PEER, nullptr);
 
   const Route routes[2] = {{"tls", tls_port, true}, {"broker", broker_port, false}};
-  std::vector<double> fresh[2], warm[2], stream[2];
+  Samples samples_of[2];
   for (int k = 0; k < samples; ++k) {
     for (int j = 0; j < 2; ++j) {
       const int r = (k + j) % 2;
-      const Route& route = routes[r];
-      // new: connect, (TLS,) one request, its whole answer.
-      auto t0 = Clock::now();
-      {
-        auto s = Open(route, client);
-        std::string pending;
-        if (!s->WriteAll(Get("/small")) || !ReadResponse(*s, pending, false, nullptr))
-          Die(std::string("new request on ") + route.name);
-      }
-      fresh[r].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-      // warm: requests on one kept-alive connection.
-      auto s = Open(route, client);
-      std::string pending;
-      std::vector<double> rounds;
-      for (int i = 0; i < warm_rounds; ++i) {
-        auto t1 = Clock::now();
-        if (!s->WriteAll(Get("/small")) || !ReadResponse(*s, pending, false, nullptr))
-          Die(std::string("warm request on ") + route.name);
-        rounds.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t1).count());
-      }
-      warm[r].push_back(Median(rounds));
-      // stream: one long chunked answer.
-      auto t2 = Clock::now();
-      uint64_t bytes = 0;
-      if (!s->WriteAll(Get("/stream/" + std::to_string(stream_mib))) ||
-          !ReadResponse(*s, pending, true, &bytes))
-        Die(std::string("stream on ") + route.name);
-      const double secs = std::chrono::duration<double>(Clock::now() - t2).count();
-      stream[r].push_back(static_cast<double>(bytes) / (1024.0 * 1024.0) / secs);
+      MeasureRoute(routes[r], client, warm_rounds, stream_mib, &samples_of[r]);
     }
   }
   stop = true;
   loop_thread.join();
 
-  auto ratios = [&](std::vector<double>* metric) {
-    std::vector<double> v;
-    for (size_t i = 0; i < metric[0].size(); ++i) v.push_back(metric[1][i] / metric[0][i]);
-    return Median(v);
-  };
-  std::printf(
-      "broker_bench: %d samples, interleaved; warm = median of %d requests; stream = %d MiB\n",
-      samples, warm_rounds, stream_mib);
-  std::printf("%-24s %12s %12s %14s\n", "metric", "tls", "broker", "broker/tls");
-  std::printf("%-24s %12.1f %12.1f %14.2f\n", "new request (us)", Median(fresh[0]),
-              Median(fresh[1]), ratios(fresh));
-  std::printf("%-24s %12.1f %12.1f %14.2f\n", "warm request (us)", Median(warm[0]), Median(warm[1]),
-              ratios(warm));
-  std::printf("%-24s %12.1f %12.1f %14.2f\n", "stream (MiB/s)", Median(stream[0]),
-              Median(stream[1]), ratios(stream));
+  PrintResults(samples_of, samples, warm_rounds, stream_mib);
   SSL_CTX_free(client);
   std::filesystem::remove_all(dir);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "broker_bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -339,6 +339,11 @@ int BrokerRequestRewriter::CheckAndWriteHead() {
   head_request_ = parser_.method == HTTP_HEAD;
   keep_alive_ = http_should_keep_alive(&parser_) != 0;
 
+  WriteHead(connection, lengths == 1);
+  return 0;
+}
+
+void BrokerRequestRewriter::WriteHead(std::string_view connection, bool content_length) {
   // The head, written anew. CheckAndWriteHead runs only with kHeadRoom free in the output.
   SecretQueue& out = *out_;
   auto line = [&out](std::string_view name, std::string_view value) {
@@ -365,11 +370,10 @@ int BrokerRequestRewriter::CheckAndWriteHead() {
   }
   if (chunked_) {
     line("Transfer-Encoding", "chunked");
-  } else if (lengths == 1) {
+  } else if (content_length) {
     line("Content-Length", fmt::format("{}", parser_.content_length));
   }
   out.Append("\r\n");
-  return 0;
 }
 
 int BrokerRequestRewriter::OnBody(http_parser* parser, const char* at, size_t length) {

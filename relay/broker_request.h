@@ -52,7 +52,7 @@ int RefusalStatus(BrokerRefusal refusal);                   // 0 for kNone and k
 
 class BrokerRequestRewriter {
  public:
-  static constexpr size_t kMaxHeadBytes = 16 * 1024;
+  static constexpr size_t kMaxHeadBytes = size_t{16} * 1024;
   static constexpr size_t kMaxHeaders = 100;
   // Room the output must have before Feed() takes head bytes: the rewritten head of the
   // largest head plus the secret (each header may gain ": " and the framing lines).
@@ -104,6 +104,10 @@ class BrokerRequestRewriter {
   enum class Scan { kMore, kEnd, kBad };
   Scan ScanHeadByte(char c);
   int CheckAndWriteHead();
+  // The checked head, written anew from its parsed fields with the route's Host and the
+  // secret; only with kHeadRoom free in the output. `connection`: the Connection header's
+  // value, whose names are dropped too.
+  void WriteHead(std::string_view connection, bool content_length);
   // Sets method() and path() from what was parsed of the request line, once.
   void NameRequest();
   void Refuse(BrokerRefusal refusal);

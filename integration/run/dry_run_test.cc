@@ -41,7 +41,8 @@ class RunDryRunTest : public ::testing::Test {
   }
 
   // Every part of a dispatch that makes something: a fresh clone, routes, a terminal, a
-  // cgroup limit, the ledger.
+  // cgroup limit (best effort: an unprivileged caller has no cgroup on every host), the
+  // ledger.
   [[nodiscard]] Args Options() const {
     return {"--repo",
             repo_,
@@ -52,6 +53,8 @@ class RunDryRunTest : public ::testing::Test {
             "--tty",
             "--memory",
             "1G",
+            "--limits",
+            "best-effort",
             "--ledger",
             scratch_.Sub("ledger"),
             "--dry-run"};
