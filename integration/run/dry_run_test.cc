@@ -1,7 +1,6 @@
 // `run --dry-run` prints the plan and makes nothing: no dispatch directory, no state
 // directory, no socket, no process, no cgroup. Checked twice: by what is left on the host,
 // and by tracing every call of the dry run that could create something.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,29 +13,13 @@
 namespace sbx::integration::run {
 namespace {
 
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name != "." && name != "..") names.push_back(name);
-    }
-    closedir(d);
-  }
-  return names;
-}
-
 class RunDryRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string missing = MissingPrerequisite({"git"});
     if (!missing.empty()) GTEST_SKIP() << missing;
     repo_ = scratch_.Sub("repo");
-    ASSERT_EQ(RunCommand({"git", "init", "-q", repo_}).exit_code, 0);
-    ASSERT_EQ(RunCommand({"git", "-C", repo_, "-c", "user.name=t", "-c", "user.email=t@t", "commit",
-                          "-q", "--allow-empty", "-m", "x"})
-                  .exit_code,
-              0);
+    ASSERT_EQ(MakeOneCommitRepository(repo_), 0);
     ASSERT_EQ(RunCommand({"mkdir", root_, runtime_dir_}).exit_code, 0);
   }
 
@@ -73,8 +56,8 @@ TEST_F(RunDryRunTest, LeavesNothingOnTheHost) {
   EXPECT_NE(res.out.find("route: api.example.test:443 tls at 127.77.0.2 -> 192.0.2.1:443"),
             std::string::npos)
       << res.out;
-  EXPECT_TRUE(Entries(root_).empty()) << "the dry run made a dispatch directory";
-  EXPECT_TRUE(Entries(runtime_dir_).empty()) << "the dry run made a state directory";
+  EXPECT_TRUE(DirectoryEntries(root_).empty()) << "the dry run made a dispatch directory";
+  EXPECT_TRUE(DirectoryEntries(runtime_dir_).empty()) << "the dry run made a state directory";
   EXPECT_EQ(access(scratch_.Sub("ledger").c_str(), F_OK), -1) << "the dry run opened the ledger";
 }
 
@@ -109,8 +92,8 @@ TEST_F(RunDryRunTest, TracedDryRunStartsAndCreatesNothing) {
     if (creates && !failed) made.push_back(line);
   }
   EXPECT_TRUE(made.empty()) << "the dry run made something:\n" << ::testing::PrintToString(made);
-  EXPECT_TRUE(Entries(root_).empty());
-  EXPECT_TRUE(Entries(runtime_dir_).empty());
+  EXPECT_TRUE(DirectoryEntries(root_).empty());
+  EXPECT_TRUE(DirectoryEntries(runtime_dir_).empty());
 }
 
 }  // namespace

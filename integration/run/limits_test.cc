@@ -298,11 +298,7 @@ TEST_F(RunLimitsTest, AnUnenforceableLimitIsRefusedUnlessBestEffort) {
   if (reason.empty()) GTEST_SKIP() << "this caller has a cgroup here: every limit is enforced";
   RootTempDir scratch;
   std::string repo = scratch.Sub("repo");
-  ASSERT_EQ(RunCommand({"git", "init", "-q", repo}).exit_code, 0);
-  ASSERT_EQ(RunCommand({"git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit",
-                        "-q", "--allow-empty", "-m", "x"})
-                .exit_code,
-            0);
+  ASSERT_EQ(MakeOneCommitRepository(repo), 0);
   std::string root = scratch.Sub("dispatches");
   for (const Args& flag : {Args{"--memory", "1g"}, Args{"--cpus", "0.5"}}) {
     Args options = {"--repo", repo, "--workspace-root", root, "--no-default-allow"};

@@ -20,11 +20,7 @@ class RunOutputFilesTest : public ::testing::Test {
     std::string missing = MissingPrerequisite({"sh", "git"});
     if (!missing.empty()) GTEST_SKIP() << missing;
     repo_ = scratch_.Sub("repo");
-    ASSERT_EQ(RunCommand({"git", "init", "-q", repo_}).exit_code, 0);
-    ASSERT_EQ(RunCommand({"git", "-C", repo_, "-c", "user.name=t", "-c", "user.email=t@t", "commit",
-                          "-q", "--allow-empty", "-m", "x"})
-                  .exit_code,
-              0);
+    ASSERT_EQ(MakeOneCommitRepository(repo_), 0);
     ASSERT_EQ(mkdir(scratch_.Sub("out").c_str(), 0755), 0);
     HandToSandboxUser(scratch_.Sub("out"));
   }

@@ -147,4 +147,23 @@ bool MakeTestCertificates(const std::string& dir) {
   return RunCommand({"sh", "-c", script}).exit_code == 0;
 }
 
+std::vector<std::string> DirectoryEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+int MakeOneCommitRepository(const std::string& path) {
+  if (int rc = RunCommand({"git", "init", "-q", path}).exit_code; rc != 0) return rc;
+  return RunCommand({"git", "-C", path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                     "--allow-empty", "-m", "x"})
+      .exit_code;
+}
+
 }  // namespace sbx::integration::run

@@ -42,6 +42,12 @@ std::vector<int> ProcessesMatching(const std::string& needle);
 // FNV-1a of the xorshift stream netclient `bulk` sends, as 16 hex digits.
 std::string FormatHash(uint64_t hash);
 
+// The names in `dir` but . and .. (none when it cannot be read).
+std::vector<std::string> DirectoryEntries(const std::string& dir);
+// A git repository at `path` with one empty commit: 0, or the exit code of the git step
+// that failed.
+int MakeOneCommitRepository(const std::string& path);
+
 // An echo server on 127.0.0.1 (one thread per connection). Tracks the hash and byte count
 // of everything received over the lifetime of the server.
 class EchoServer {

@@ -1,7 +1,6 @@
 // How `run` stops: a stop signal reaches the agent as it came (what the agent's traps
 // record), the grace before the kill, a stop during the clone, and what a failed run or a
 // dry run leaves in the dispatch root (nothing).
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -19,18 +18,6 @@ namespace sbx::integration::run {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name != "." && name != "..") names.push_back(name);
-    }
-    closedir(d);
-  }
-  return names;
-}
 
 std::string Field(const std::string& json, const std::string& key) {
   auto at = json.find("\"" + key + "\": ");
@@ -192,7 +179,7 @@ TEST_F(RunSignalsTest, SigintDuringTheCloneStopsItAndLeavesNothing) {
   EXPECT_EQ(res.err,
             "ateam-sandbox run: interrupted by SIGINT before the agent started: nothing ran\n");
   EXPECT_FALSE(ReadFile(ran).has_value()) << "the agent ran after the interrupt";
-  EXPECT_TRUE(Entries(slow.root()).empty()) << "the partial clone was left behind";
+  EXPECT_TRUE(DirectoryEntries(slow.root()).empty()) << "the partial clone was left behind";
   EXPECT_TRUE(ProcessesMatching(std::string("sleep ") + SlowClone::kSleep).empty())
       << "git outlived the interrupt";
   EXPECT_EQ(Field(Status(), "reason"), "\"interrupted\"") << Status();
@@ -202,11 +189,7 @@ TEST_F(RunSignalsTest, SigintDuringTheCloneStopsItAndLeavesNothing) {
 TEST_F(RunSignalsTest, FailedAndDryRunsLeaveNoDispatchDirectory) {
   RootTempDir scratch;
   std::string repo = scratch.Sub("repo");
-  ASSERT_EQ(RunCommand({"git", "init", "-q", repo}).exit_code, 0);
-  ASSERT_EQ(RunCommand({"git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit",
-                        "-q", "--allow-empty", "-m", "x"})
-                .exit_code,
-            0);
+  ASSERT_EQ(MakeOneCommitRepository(repo), 0);
   std::string root = scratch.Sub("dispatches");
   const std::vector<Args> failing = {
       {"--allow", "nosuch.invalid"},
@@ -219,13 +202,13 @@ TEST_F(RunSignalsTest, FailedAndDryRunsLeaveNoDispatchDirectory) {
     RunResult res = RunAteam(options, {"true"});
     EXPECT_EQ(res.exit_code, 125) << Describe(res);
     EXPECT_EQ(std::count(res.err.begin(), res.err.end(), '\n'), 1) << Describe(res);
-    EXPECT_TRUE(Entries(root).empty()) << extra.front() << " left a dispatch directory";
+    EXPECT_TRUE(DirectoryEntries(root).empty()) << extra.front() << " left a dispatch directory";
   }
   RunResult dry = RunAteam(
       {"--repo", repo, "--workspace-root", root, "--no-default-allow", "--dry-run"}, {"true"});
   EXPECT_EQ(dry.exit_code, 0) << Describe(dry);
   EXPECT_NE(dry.out.find("dry run: nothing was created"), std::string::npos) << dry.out;
-  EXPECT_TRUE(Entries(root).empty()) << "the dry run made a dispatch directory";
+  EXPECT_TRUE(DirectoryEntries(root).empty()) << "the dry run made a dispatch directory";
 }
 
 // The dry run's bwrap line runs as it is with the system's bwrap and gives the agent the
