@@ -16,47 +16,17 @@
 // symlinks.
 #pragma once
 
-#include <sys/stat.h>
-#include <sys/types.h>
-
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "dispatch/git/clone_config.h"
+#include "dispatch/git/git_dir.h"
 #include "runtime/spec.h"
 
 namespace sbx::dispatch {
-
-// One directory entry as it was: a hook, or a `.git` file, told apart from a replacement.
-struct GitEntryId {
-  std::string name;
-  ino_t ino = 0;
-  off_t size = 0;
-  struct timespec mtime {};
-  friend bool operator==(const GitEntryId& a, const GitEntryId& b);
-};
-
-// A git directory whose config and hooks are bound read-only inside.
-struct GuardedGitDir {
-  std::string rel;  // below the workspace: ".git", "vendor/lib/.git", ".git/modules/x"
-  dev_t dev = 0;
-  ino_t ino = 0;
-  std::optional<std::string> config;  // what config held (or was given); nullopt: none
-  bool had_hooks_dir = false;
-  std::vector<GitEntryId> hooks;  // what hooks/ held (nothing, once sanitized)
-  bool had_config_worktree = false;
-  bool had_commondir = false;
-};
-
-// A `.git` file or symlink present before the agent ran (a linked worktree, a submodule
-// checkout), by its content.
-struct GitPointer {
-  std::string rel;
-  bool symlink = false;
-  std::string content;
-};
 
 class GitGuard {
  public:
@@ -87,13 +57,5 @@ class GitGuard {
   std::vector<GitPointer> pointers_;
   std::optional<std::string> clone_head_;
 };
-
-// remote.origin.url for a clone of `repo`: a local directory by its absolute path (as git
-// clone records it), anything else as given.
-std::string CloneOriginUrl(const std::string& repo);
-
-// The config written into a fresh clone: core settings, the origin remote and `branch`'s
-// upstream. Only keys that run nothing.
-std::string CloneGitConfig(const std::string& origin_url, const std::string& branch, bool sha256);
 
 }  // namespace sbx::dispatch
