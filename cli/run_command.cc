@@ -28,6 +28,11 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
               std::string& timeout, std::string& grace, std::string& limits_mode, bool& tty,
               bool& no_tty) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
+  app.add_option("--rev", r.rev, "with --repo: start from this branch, tag or commit");
+  app.add_flag("--include-uncommitted", r.include_uncommitted,
+               "with --repo: carry the source's uncommitted changes into the clone");
+  app.add_flag("--include-untracked", r.include_untracked,
+               "with --repo: carry its uncommitted changes and untracked files");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
   app.add_option("--out", r.out, "the output directory (created if missing)");
@@ -143,6 +148,9 @@ int RunRunCommand(std::span<const std::string> args) {
   }
   if (request.repo.has_value() == request.workspace.has_value()) {
     return Fail("give exactly one of --repo SRC or --workspace DIR");
+  }
+  if (!request.repo && (request.rev || request.include_uncommitted || request.include_untracked)) {
+    return Fail("--rev, --include-uncommitted and --include-untracked go with --repo SRC");
   }
   request.agent = agent == "claude"     ? AgentPreset::kClaude
                   : agent == "opencode" ? AgentPreset::kOpencode

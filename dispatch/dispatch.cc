@@ -240,9 +240,16 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // the caller when `lent` goes, after the sandbox and the harvest (identity/hand_back.h).
   auto lent = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
   if (!lent) return lent.error();
-  auto guard = GitGuard::Prepare(dirs->workspace, !request.workspace,
-                                 request.repo ? CloneOriginUrl(*request.repo) : "");
+  auto guard =
+      GitGuard::Prepare(dirs->workspace, !request.workspace,
+                        request.repo ? CloneOriginUrl(*request.repo) : "", dirs->submodules);
   if (!guard) return guard.error();
+  // Each --rw directory's git metadata is guarded like a given workspace's.
+  for (const std::string& path : request.rw_paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (auto st_guard = guard->GuardAlso(path); !st_guard) return st_guard;
+  }
   for (const auto& [flag, file] :
        {std::pair{"--ledger", request.ledger}, std::pair{"--status-json", request.status_json}}) {
     if (file) {

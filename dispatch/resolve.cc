@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/git/rw_git.h"
 #include "dispatch/host/cgroup.h"
 #include "dispatch/host/namespace_preflight.h"
 #include "dispatch/plan/limit_check.h"
@@ -53,6 +54,9 @@ base::Result<ResolvedRequest> Resolve(const DispatchRequest& given) {
   if (auto st = CheckRequestPaths(r.request, r.host.cwd, &credentials); !st) return st.error();
   if (r.request.credentials) r.credentials = std::move(credentials);
   if (auto st = CheckHostMountPoints("/etc"); !st) return st.error();
+  for (const std::string& path : r.request.rw_paths) {
+    if (auto st = RefuseRwInsideGitDir(path); !st) return st.error();
+  }
   auto routes = ParseDispatchRoutes(r.request);
   if (!routes) return routes.error();
   r.routes = std::move(*routes);

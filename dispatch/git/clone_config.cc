@@ -12,10 +12,7 @@
 #include "dispatch/sys/at_file.h"
 
 namespace sbx::dispatch {
-namespace {
-
-// A quoted git config value: backslash and double quote escaped.
-std::string QuoteConfigValue(const std::string& value) {
+std::string QuoteGitConfigValue(const std::string& value) {
   std::string out = "\"";
   for (char c : value) {
     if (c == '\\' || c == '"') out += '\\';
@@ -23,8 +20,6 @@ std::string QuoteConfigValue(const std::string& value) {
   }
   return out + "\"";
 }
-
-}  // namespace
 
 std::string CloneOriginUrl(const std::string& repo) {
   struct stat st {};
@@ -44,11 +39,11 @@ std::string CloneGitConfig(const std::string& origin_url, const std::string& bra
     text += "[extensions]\n\tobjectformat = sha256\n";
   }
   if (!origin_url.empty() && origin_url.find('\n') == std::string::npos) {
-    text += fmt::format("[remote \"origin\"]\n\turl = {}\n", QuoteConfigValue(origin_url));
+    text += fmt::format("[remote \"origin\"]\n\turl = {}\n", QuoteGitConfigValue(origin_url));
     text += "\tfetch = +refs/heads/*:refs/remotes/origin/*\n";
     if (!branch.empty()) {
       text += fmt::format("[branch {}]\n\tremote = origin\n\tmerge = {}\n",
-                          QuoteConfigValue(branch), QuoteConfigValue("refs/heads/" + branch));
+                          QuoteGitConfigValue(branch), QuoteGitConfigValue("refs/heads/" + branch));
     }
   }
   return text;

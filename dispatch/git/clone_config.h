@@ -7,6 +7,9 @@
 
 namespace sbx::dispatch {
 
+// A value (or a subsection name) in git's config syntax: quoted, '\\' and '"' escaped.
+std::string QuoteGitConfigValue(const std::string& value);
+
 // remote.origin.url for a clone of `repo`: a local directory by its absolute path (as git
 // clone records it), anything else as given.
 std::string CloneOriginUrl(const std::string& repo);

@@ -14,46 +14,116 @@
 
 namespace sbx::dispatch {
 
+namespace {
+
+// The config of a submodule's git directory in a fresh clone: a plain one and its origin.
+// No core.worktree: git finds the work tree from the checkout's `gitdir:` file, and
+// `git submodule update` inside rewrites a core.worktree it finds (in a config that is
+// read-only there).
+std::string SubmoduleGitConfig(const ClonedSubmodule& module) {
+  return CloneGitConfig(module.source, "", false);
+}
+
+// A fresh git directory of the clone gets `config` and an empty hooks directory (hooks
+// come from the caller's template directory: none are wanted).
+base::Status ResetClonedGitDir(int gitfd, const std::string& config) {
+  if (auto st = WriteFileAt(gitfd, "config", config); !st) return st.error();
+  if (auto st = RemoveTreeAt(gitfd, "hooks"); !st) return st.error();
+  return MakeDirAt(gitfd, "hooks");
+}
+
+}  // namespace
+
 base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fresh_clone,
-                                         const std::string& origin_url) {
+                                         const std::string& origin_url,
+                                         const std::vector<ClonedSubmodule>& submodules) {
   GitGuard guard;
   guard.workspace_ = workspace;
   guard.workspace_fd_.reset(
       ::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!guard.workspace_fd_) return base::ErrnoError("Can't open the workspace", workspace);
-  int ws = guard.workspace_fd_.get();
-  if (fresh_clone) {
-    auto git = OpenDirAt(ws, ".git");
-    if (!git) return base::Error(git.error().err(), "Can't open the clone's", ".git");
-    std::string branch;
-    if (auto head = ReadFileAt(git->get(), "HEAD", 4096)) {
-      constexpr std::string_view kPrefix = "ref: refs/heads/";
-      if (head->starts_with(kPrefix)) {
-        branch = head->substr(kPrefix.size());
-        while (!branch.empty() && (branch.back() == '\n' || branch.back() == '\r')) {
-          branch.pop_back();
-        }
+  auto st = fresh_clone ? guard.PrepareClone(origin_url, submodules) : guard.PrepareGiven();
+  if (!st) return st.error();
+  return guard;
+}
+
+base::Status GitGuard::GuardAlso(const std::string& dir) {
+  auto other = Prepare(dir, false, "", {});
+  if (!other) return other.error();
+  also_.push_back(std::move(*other));
+  return {};
+}
+
+base::Status GitGuard::PrepareClone(const std::string& origin_url,
+                                    const std::vector<ClonedSubmodule>& submodules) {
+  int ws = workspace_fd_.get();
+  auto git = OpenDirAt(ws, ".git");
+  if (!git) return base::Error(git.error().err(), "Can't open the clone's", ".git");
+  std::string branch;
+  std::string detached;
+  if (auto head = ReadFileAt(git->get(), "HEAD", 4096)) {
+    constexpr std::string_view kPrefix = "ref: refs/heads/";
+    std::string text = *head;
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (text.starts_with(kPrefix)) branch = text.substr(kPrefix.size());
+    if (IsHexId(text)) detached = text;  // --rev at a tag or a commit
+  }
+  // Git writes a sha256 clone's format into its config; everything else there is ours.
+  auto old_config = ReadFileAt(git->get(), "config");
+  bool sha256 = old_config && old_config->find("sha256") != std::string::npos;
+  std::string config = CloneGitConfig(origin_url, branch, sha256);
+  // The submodules cloned on the host are active, so that git inside never needs to write
+  // this (read-only) config to use them.
+  for (const auto& module : submodules) {
+    config += fmt::format("[submodule {}]\n\tactive = true\n\turl = {}\n",
+                          QuoteGitConfigValue(module.name), QuoteGitConfigValue(module.source));
+  }
+  if (auto st = ResetClonedGitDir(git->get(), config); !st) return st.error();
+  clone_head_ = !detached.empty() ? detached
+                : branch.empty()  ? ""
+                                  : CloneHeadCommit(git->get(), branch);
+  auto dir = RecordGitDir(git->get(), ".git");
+  if (!dir) return dir.error();
+  guarded_.push_back(std::move(*dir));
+  for (const auto& module : submodules) {
+    std::string rel = ".git/modules/" + module.name;
+    auto module_git = OpenDirBeneath(ws, rel);
+    if (!module_git) return module_git.error();
+    if (auto st = ResetClonedGitDir(module_git->get(), SubmoduleGitConfig(module)); !st) {
+      return st.error();
+    }
+    auto recorded = RecordGitDir(module_git->get(), rel);
+    if (!recorded) return recorded.error();
+    guarded_.push_back(std::move(*recorded));
+    // Its checkout's `gitdir:` file is the runtime's: known, not the agent's.
+    auto checkout = OpenDirBeneath(ws, module.path);
+    auto pointer_st = checkout ? StatAt(checkout->get(), ".git") : std::nullopt;
+    if (pointer_st) {
+      if (auto pointer = ReadPointer(checkout->get(), module.path + "/.git", *pointer_st)) {
+        pointers_.push_back(*pointer);
       }
     }
-    // Git writes a sha256 clone's format into its config; everything else there is ours.
-    auto old_config = ReadFileAt(git->get(), "config");
-    bool sha256 = old_config && old_config->find("sha256") != std::string::npos;
-    std::string config = CloneGitConfig(origin_url, branch, sha256);
-    if (auto st = WriteFileAt(git->get(), "config", config); !st) return st.error();
-    // Hooks come from the caller's template directory: none are wanted.
-    if (auto st = RemoveTreeAt(git->get(), "hooks"); !st) return st.error();
-    if (auto st = MakeDirAt(git->get(), "hooks"); !st) return st.error();
-    guard.clone_head_ = branch.empty() ? "" : CloneHeadCommit(git->get(), branch);
-    auto dir = RecordGitDir(git->get(), ".git");
-    if (!dir) return dir.error();
-    guard.guarded_.push_back(std::move(*dir));
-    return guard;
   }
-  // A given workspace: every git directory in it is guarded as it is, and every .git file
-  // recorded, so that only what the agent adds or changes is undone afterwards.
+  return {};
+}
+
+base::Status GitGuard::PrepareGiven() {
+  int ws = workspace_fd_.get();
+  // A linked worktree's git directory is outside it: git inside would find nothing there.
+  if (auto top = StatAt(ws, ".git"); top && !S_ISDIR(top->st_mode)) {
+    auto pointer = ReadPointer(ws, ".git", *top);
+    if (pointer && !PointerTarget(*pointer, workspace_)) {
+      return base::Error::Message(fmt::format(
+          "--workspace {}: a linked worktree (its git directory is outside it); give --repo {} "
+          "for a clone at its HEAD, or --workspace the main worktree",
+          workspace_, workspace_));
+    }
+  }
+  // Every git directory in it is guarded as it is, every .git file recorded and every
+  // bare repository too, so that only what the agent adds or changes is undone afterwards.
   std::optional<base::Error> failed;
   auto record = [&](int gitfd, const std::string& rel) {
-    bool seen = std::any_of(guard.guarded_.begin(), guard.guarded_.end(),
+    bool seen = std::any_of(guarded_.begin(), guarded_.end(),
                             [&](const GuardedGitDir& d) { return d.rel == rel; });
     if (seen) return;
     auto dir = RecordGitDir(gitfd, rel);
@@ -61,19 +131,19 @@ base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fres
       if (!failed) failed = dir.error();
       return;
     }
-    guard.guarded_.push_back(std::move(*dir));
+    guarded_.push_back(std::move(*dir));
   };
   struct stat top {};
-  if (::fstat(ws, &top) != 0) return base::ErrnoError("Can't stat", workspace);
+  if (::fstat(ws, &top) != 0) return base::ErrnoError("Can't stat", workspace_);
   WalkCallbacks cb;
   cb.git_entry = [&](int dirfd, const std::string& rel, const struct stat& st) {
     if (!S_ISDIR(st.st_mode)) {
       auto pointer = ReadPointer(dirfd, rel, st);
       if (!pointer) return;
-      guard.pointers_.push_back(*pointer);
+      pointers_.push_back(*pointer);
       // A `gitdir:` file naming a directory inside the workspace (a submodule's checkout):
       // that git directory is guarded too. One outside is not writable from inside.
-      if (auto target = PointerTarget(*pointer, workspace)) {
+      if (auto target = PointerTarget(*pointer, workspace_)) {
         if (auto git = OpenDirBeneath(ws, *target)) record(git->get(), *target);
       }
       return;
@@ -92,14 +162,18 @@ base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fres
       }
     }
   };
+  // A bare repository that is there before the run is the user's: guarded like a .git
+  // (config and hooks read-only inside, checked after), never renamed.
+  cb.bare_layout = [&](int dirfd, const std::string& rel) { record(dirfd, rel); };
   WalkGitMetadata(ws, "", top.st_dev, 0, cb);
   if (failed) return *failed;
-  return guard;
+  return {};
 }
 
 void GitGuard::AddBinds(runtime::SandboxSpec& spec) const {
+  for (const auto& other : also_) other.AddBinds(spec);
   for (const auto& dir : guarded_) {
-    std::string path = fmt::format("{}/{}", workspace_, dir.rel);
+    std::string path = dir.rel.empty() ? workspace_ : fmt::format("{}/{}", workspace_, dir.rel);
     if (dir.config) {
       spec.ops.emplace_back(
           runtime::BindOp{.source = path + "/config", .dest = path + "/config", .read_only = true});
@@ -137,6 +211,12 @@ std::vector<std::string> GitGuard::CheckAndRestore() const {
   };
   WalkGitMetadata(ws, "", top.st_dev, 0, cb);
   check.MoveTopBack(ws);
+  // A --rw directory's lines name it.
+  for (const auto& other : also_) {
+    for (const auto& line : other.CheckAndRestore()) {
+      report.push_back(fmt::format("{}: {}", other.workspace_, line));
+    }
+  }
   // The lines name the agent's files and end up on the caller's terminal: no control
   // characters (escape sequences) in them.
   for (auto& line : report) {

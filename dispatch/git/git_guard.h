@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "dispatch/git/clone_checkout.h"
 #include "dispatch/git/clone_config.h"
 #include "dispatch/git/git_dir.h"
 #include "runtime/spec.h"
@@ -33,8 +34,15 @@ class GitGuard {
   // `fresh_clone`: the runtime made the workspace; its .git/config is rewritten with only
   // what a clone needs (`origin_url` as remote.origin.url) and its hooks are removed.
   // Otherwise (--workspace) the git metadata is recorded as it is.
+  // `submodules`: those the host cloned into the fresh clone (clone_submodules.h), each
+  // guarded like the main .git.
   static base::Result<GitGuard> Prepare(const std::string& workspace, bool fresh_clone,
-                                        const std::string& origin_url);
+                                        const std::string& origin_url,
+                                        const std::vector<ClonedSubmodule>& submodules = {});
+
+  // One more directory the agent can write (a --rw directory), guarded like a given
+  // workspace: its binds come after the workspace's, its findings are named by its path.
+  base::Status GuardAlso(const std::string& dir);
 
   // Read-only binds of every guarded config and hooks directory, after the workspace's.
   void AddBinds(runtime::SandboxSpec& spec) const;
@@ -56,6 +64,11 @@ class GitGuard {
   std::vector<GuardedGitDir> guarded_;
   std::vector<GitPointer> pointers_;
   std::optional<std::string> clone_head_;
+  std::vector<GitGuard> also_;  // GuardAlso's
+
+  base::Status PrepareClone(const std::string& origin_url,
+                            const std::vector<ClonedSubmodule>& submodules);
+  base::Status PrepareGiven();
 };
 
 }  // namespace sbx::dispatch

@@ -18,6 +18,7 @@
 #include "base/exit_status.h"
 #include "base/safe_path.h"
 #include "base/syscalls.h"
+#include "dispatch/git/clone_checkout.h"
 #include "dispatch/sys/run_as_child.h"
 #include "dispatch/sys/stop_signals.h"
 
@@ -25,9 +26,10 @@ namespace sbx::dispatch {
 namespace {
 
 // Exit statuses of the clone child before git runs.
-constexpr int kCantEnter = 121;      // fchdir into the workspace failed
-constexpr int kUnreadable = 122;     // the ids cannot read the local repository
-constexpr int kCantConfigure = 123;  // the memfd with git's configuration
+constexpr int kCantEnter = 121;       // fchdir into the workspace failed
+constexpr int kUnreadable = 122;      // the ids cannot read the local repository
+constexpr int kCantConfigure = 123;   // the memfd with git's configuration
+constexpr int kNotARepository = 124;  // a local directory with no .git, not bare
 constexpr int kNoGit = 127;
 
 // Git's own rule for "this is a local path": no "://", and no ':' before the first '/'
@@ -69,9 +71,27 @@ int WriteGitConfig(const std::string& source, bool local) {
     std::string path = ::realpath(source.c_str(), real) != nullptr ? real : source;
     text += fmt::format("\tdirectory = {}\n\tdirectory = {}\n", GitQuote(path),
                         GitQuote(path + "/.git"));
+    // A linked worktree's git directories are elsewhere: git checks those too.
+    if (auto dirs = FindSourceGitDirs(path)) {
+      for (const auto& dir : {dirs->git_dir, dirs->common_dir}) {
+        text += fmt::format("\tdirectory = {}\n", GitQuote(dir));
+      }
+    }
   }
   if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return -1;
   return fd;
+}
+
+// A .git (directory, or a linked worktree's file) or a bare repository's HEAD and
+// objects: what git clone needs to find a repository in a local directory.
+bool LooksLikeLocalRepository(const std::string& dir) {
+  struct stat st {};
+  for (const char* name : {"/.git", "/HEAD"}) {
+    if (::stat((dir + name).c_str(), &st) != 0) continue;
+    if (std::string_view(name) == "/.git") return true;
+    return ::stat((dir + "/objects").c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  }
+  return false;
 }
 
 [[noreturn]] void CloneChild(const std::string& source, int dest_fd, int stderr_pipe) {
@@ -85,6 +105,7 @@ int WriteGitConfig(const std::string& source, bool local) {
             : ::access(source.c_str(), S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK) != 0) {
       ::_exit(kUnreadable);
     }
+    if (S_ISDIR(st.st_mode) && !LooksLikeLocalRepository(source)) ::_exit(kNotARepository);
   }
   int config = WriteGitConfig(source, local);
   if (config < 0) ::_exit(kCantConfigure);
@@ -217,6 +238,11 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
           source, who, who));
     case kNoGit:
       return base::Error::Message("cannot clone the repository: git is not installed");
+    case kNotARepository:
+      return base::Error::Message(fmt::format(
+          "--repo {}: not a git repository (give its top directory, or --workspace {} to use "
+          "the directory as it is)",
+          source, source));
     default:
       break;
   }

@@ -16,6 +16,7 @@
 #include "dispatch/git/workspace.h"
 #include "dispatch/host/dir.h"
 #include "dispatch/host/lock.h"
+#include "dispatch/sys/caller_stderr.h"
 #include "netns/hosts.h"
 
 namespace sbx::dispatch {
@@ -24,6 +25,14 @@ namespace {
 std::string RealPath(const std::string& path) {
   char resolved[PATH_MAX];
   return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+}
+
+// What --repo's flags ask of the clone beyond `git clone`.
+CloneWishes CloneWishesOf(const DispatchRequest& request) {
+  return {.rev = request.rev,
+          .uncommitted = request.include_untracked     ? UncommittedMode::kUntracked
+                         : request.include_uncommitted ? UncommittedMode::kTracked
+                                                       : UncommittedMode::kLeave};
 }
 
 bool IsBelow(const std::string& path, const std::string& dir) {
@@ -176,6 +185,10 @@ base::Result<DispatchDirs> FillDispatchDirs(
       if (auto st = CloneRepository(*request.repo, fd->get(), run_as, stop_fd, stopped_by); !st) {
         return st.error();
       }
+      auto finished = FinishClone(*request.repo, fd->get(), CloneWishesOf(request), run_as);
+      if (!finished) return finished.error();
+      for (const auto& line : finished->notices) SayToCaller("notice: " + line);
+      dirs.submodules = std::move(finished->submodules);
     }
     return path;
   };

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "dispatch/git/clone_checkout.h"
 #include "dispatch/git/workspace.h"
 #include "dispatch/request/request.h"
 #include "relay/upstream.h"
@@ -44,6 +45,8 @@ struct DispatchDirs {
   // --workspace/--out given on the command line: held open, handed back when destroyed.
   std::optional<GivenDir> given_workspace;
   std::optional<GivenDir> given_out;
+  // The submodules cloned into a fresh clone (dispatch/git/clone_submodules.h).
+  std::vector<ClonedSubmodule> submodules;
 };
 // Makes <root>/<id> fresh in a verified root (--workspace-root or DefaultWorkspaceRoot),
 // clones --repo into <root>/<id>/workspace as the sandbox's ids, or opens --workspace;

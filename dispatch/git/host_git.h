@@ -1,0 +1,42 @@
+// git on the host, for the steps around a --repo clone (a revision, submodules, the
+// source's uncommitted changes): always as the dispatch's user in a child that switched
+// to its ids first, with no configuration but ours. Git reads no system or global file
+// (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL naming a memfd), runs no hook (core.hooksPath
+// is /dev/null) and reaches nothing over a network (every protocol but file is refused).
+// The repositories these steps run in are the fresh clone, whose config the runtime
+// wrote; the source is only ever read by the upload-pack git clone runs in it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "dispatch/git/workspace.h"
+
+namespace sbx::dispatch {
+
+struct HostGitOptions {
+  // Directories git may treat as repositories although another uid owns them.
+  std::vector<std::string> safe_directories;
+  // Where git's stdout goes; -1: collected into HostGitRun::output.
+  int stdout_fd = -1;
+  // What git reads on stdin; -1: /dev/null.
+  int stdin_fd = -1;
+};
+
+struct HostGitRun {
+  int exit_code = 0;
+  std::string output;  // stdout (the first 1 MiB), unless HostGitOptions::stdout_fd was set
+  std::string errors;  // stderr (the first 64 KiB)
+};
+
+// Runs `git ARGS...` in the directory `dir_fd` as `ids` (this process's own ids when
+// unset). Fails only when git could not be run at all; git's own failure is exit_code.
+base::Result<HostGitRun> RunHostGit(const RunAsIds& ids, int dir_fd,
+                                    const std::vector<std::string>& args,
+                                    const HostGitOptions& options = {});
+
+// The first "fatal:"/"error:" line of git's stderr, or its last line.
+std::string GitComplaintLine(const std::string& text);
+
+}  // namespace sbx::dispatch
