@@ -1,6 +1,7 @@
 // GitGuard on hand-made git directories: what a fresh clone gets, what the check after the
 // agent finds and undoes, and that it never follows the agent's symlinks out of the tree.
 #include "dispatch/git/git_guard.h"
+#include "dispatch/git/rw_git.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -212,6 +213,75 @@ TEST_F(GitGuardTest, AGitdirFileInsideTheWorkspaceHasItsTargetGuarded) {
   auto report = guard->CheckAndRestore();
   EXPECT_EQ(Read(ws_ / "gitdata/config"), config);
   EXPECT_EQ(Read(ws_ / ".git"), "gitdir: gitdata\n");
+}
+
+// A bare repository found before the run is the user's: guarded, restored, never renamed;
+// one laid out during the run is neutralised.
+TEST_F(GitGuardTest, ABareRepositoryThereBeforeIsGuardedNotRenamed) {
+  Write(ws_ / "try/bare.git/HEAD", "ref: refs/heads/main\n");
+  fs::create_directories(ws_ / "try/bare.git/objects");
+  fs::create_directories(ws_ / "try/bare.git/refs");
+  Write(ws_ / "try/bare.git/config", "[core]\n\tbare = true\n");
+  Write(ws_ / "try/bare.git/hooks/post-receive", "owner's\n");
+  auto guard = GitGuard::Prepare(ws_.string(), false, "");
+  ASSERT_TRUE(guard.ok()) << guard.error().Render();
+  EXPECT_TRUE(guard->CheckAndRestore().empty());
+  EXPECT_EQ(Read(ws_ / "try/bare.git/config"), "[core]\n\tbare = true\n");
+  EXPECT_FALSE(Exists(ws_ / "try/bare.git/config.ateam-disabled"));
+  Write(ws_ / "try/bare.git/hooks/post-update", "evil\n");
+  Write(ws_ / "made.git/HEAD", "ref: refs/heads/main\n");
+  fs::create_directories(ws_ / "made.git/objects");
+  fs::create_directories(ws_ / "made.git/refs");
+  Write(ws_ / "made.git/config", "[core]\n\tfsmonitor = evil\n");
+  auto report = guard->CheckAndRestore();
+  EXPECT_EQ(report.size(), 2u);
+  EXPECT_FALSE(Exists(ws_ / "try/bare.git/hooks/post-update"));
+  EXPECT_EQ(Read(ws_ / "try/bare.git/hooks/post-receive"), "owner's\n");
+  EXPECT_TRUE(Exists(ws_ / "made.git/config.ateam-disabled"));
+}
+
+TEST_F(GitGuardTest, ALinkedWorktreeIsRefusedAsAWorkspace) {
+  fs::remove_all(ws_ / ".git");
+  Write(ws_ / ".git", "gitdir: " + (outside_ / "main/.git/worktrees/ws").string() + "\n");
+  auto guard = GitGuard::Prepare(ws_.string(), false, "");
+  ASSERT_FALSE(guard.ok());
+  EXPECT_NE(guard.error().Render().find("linked worktree"), std::string::npos);
+}
+
+// Another writable directory is guarded like the workspace; its findings name it.
+TEST_F(GitGuardTest, GuardAlsoCoversAnotherDirectory) {
+  auto guard = GitGuard::Prepare(ws_.string(), false, "");
+  ASSERT_TRUE(guard.ok()) << guard.error().Render();
+  fs::path repo = outside_ / "project";
+  Write(repo / ".git/HEAD", "ref: refs/heads/main\n");
+  Write(repo / ".git/config", "[core]\n\tbare = false\n");
+  fs::create_directories(repo / ".git/hooks");
+  fs::create_directories(repo / ".git/objects");
+  fs::create_directories(repo / ".git/refs");
+  ASSERT_TRUE(guard->GuardAlso((repo / ".git").string()).ok());
+  runtime::SandboxSpec spec;
+  guard->AddBinds(spec);
+  bool bound = false;
+  for (const auto& op : spec.ops) {
+    if (const auto* bind = std::get_if<runtime::BindOp>(&op)) {
+      bound = bound || (bind->dest == (repo / ".git/hooks").string() && bind->read_only);
+    }
+  }
+  EXPECT_TRUE(bound);
+  Write(repo / ".git/hooks/post-checkout", "evil\n");
+  auto report = guard->CheckAndRestore();
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0].rfind((repo / ".git").string() + ": ", 0), 0u) << report[0];
+  EXPECT_FALSE(Exists(repo / ".git/hooks/post-checkout"));
+}
+
+TEST_F(GitGuardTest, RwInsideAGitDirectoryIsRefused) {
+  fs::create_directories(ws_ / ".git/hooks");
+  EXPECT_FALSE(RefuseRwInsideGitDir((ws_ / ".git/hooks").string()).ok());
+  Write(ws_ / "wt/.git", "gitdir: elsewhere\n");
+  EXPECT_FALSE(RefuseRwInsideGitDir((ws_ / "wt/.git").string()).ok());
+  EXPECT_TRUE(RefuseRwInsideGitDir((ws_ / ".git").string()).ok());
+  EXPECT_TRUE(RefuseRwInsideGitDir(ws_.string()).ok());
 }
 
 }  // namespace
