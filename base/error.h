@@ -101,6 +101,8 @@ Error ErrnoError(std::string op, std::string subject = {});
 //   SBX_ASSIGN_OR_RETURN(auto fd, OpenDir(path));
 // The explicit form stays right where the error needs handling of its own:
 //   auto fd = OpenDir(path); if (!fd) return fd.error().WithContext("--out");
+// `lhs` is a declaration and `result` a name: neither can be put in parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define SBX_ASSIGN_OR_RETURN(lhs, expr) \
   SBX_ASSIGN_OR_RETURN_IMPL_(SBX_RESULT_NAME_(__LINE__), lhs, expr)
 // Returns the error of a Status (or any Result) expression from the calling function.
@@ -117,3 +119,4 @@ Error ErrnoError(std::string op, std::string subject = {});
   auto result = (expr);                               \
   if (!result) return result.error();                 \
   lhs = std::move(result).value()
+// NOLINTEND(bugprone-macro-parentheses)
