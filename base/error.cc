@@ -18,6 +18,12 @@ std::string Error::Render() const {
   return out;
 }
 
+Error Error::WithContext(const std::string& context) const {
+  Error wrapped = *this;
+  wrapped.op_ = op_.empty() ? context : context + ": " + op_;
+  return wrapped;
+}
+
 Error ErrnoError(std::string op, std::string subject) {
   return {errno, std::move(op), std::move(subject)};
 }

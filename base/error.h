@@ -38,6 +38,11 @@ class Error {
   // "op subject: strerror(err)"; the parts that are empty are left out.
   [[nodiscard]] std::string Render() const;
 
+  // The same error with `context` in front ("--out: Can't open /x: Permission denied"):
+  // the errno, the subject and the kind stay, so a caller further up can still react to
+  // them. Use this instead of Message(context + e.Render()), which loses the errno.
+  [[nodiscard]] Error WithContext(const std::string& context) const;
+
  private:
   int err_;
   std::string op_;
@@ -90,3 +95,28 @@ using Status = Result<void>;
 Error ErrnoError(std::string op, std::string subject = {});
 
 }  // namespace sbx::base
+
+// Binds the value of a Result expression to `lhs`, or returns its error from the calling
+// function (whose own Result or Status the Error converts to). `lhs` may declare:
+//   SBX_ASSIGN_OR_RETURN(auto fd, OpenDir(path));
+// The explicit form stays right where the error needs handling of its own:
+//   auto fd = OpenDir(path); if (!fd) return fd.error().WithContext("--out");
+// `lhs` is a declaration and `result` a name: neither can be put in parentheses.
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#define SBX_ASSIGN_OR_RETURN(lhs, expr) \
+  SBX_ASSIGN_OR_RETURN_IMPL_(SBX_RESULT_NAME_(__LINE__), lhs, expr)
+// Returns the error of a Status (or any Result) expression from the calling function.
+#define SBX_RETURN_IF_ERROR(expr)                  \
+  do {                                             \
+    if (auto sbx_status_ = (expr); !sbx_status_) { \
+      return sbx_status_.error();                  \
+    }                                              \
+  } while (false)
+
+#define SBX_RESULT_NAME_(line) SBX_RESULT_NAME_JOIN_(sbx_result_, line)
+#define SBX_RESULT_NAME_JOIN_(a, b) a##b
+#define SBX_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
+  auto result = (expr);                               \
+  if (!result) return result.error();                 \
+  lhs = std::move(result).value()
+// NOLINTEND(bugprone-macro-parentheses)

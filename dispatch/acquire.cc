@@ -20,7 +20,8 @@ namespace {
 // explains it).
 void MakeCgroup(const ResolvedRequest& r, const std::string& id, HostResources* held) {
   const DispatchLimits& limits = r.limits;
-  auto made = DispatchCgroup::Create(id, {limits.memory, limits.pids, limits.cpus});
+  auto made =
+      DispatchCgroup::Create(id, {limits.memory, limits.pids, limits.cpus}, r.host.euid == 0);
   if (made) {
     held->cgroup.emplace(std::move(*made));
     return;
@@ -70,7 +71,8 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
   // The routes' upstreams were pinned by Resolve: nothing is looked up here.
   relay::HostRelayOptions options{state_dir->path(), r.routes, {}, r.request.ledger.value_or(""),
                                   socket_owner,      &gate,    {}, {}};
-  if (auto st = AddBrokerOptions(r.request, r.routes, r.host_env, options); !st) return st;
+  if (auto st = AddBrokerOptions(r.request, r.routes, r.host_env, r.host.euid == 0, options); !st)
+    return st;
   auto relays = relay::HostRelay::Create(loop.get(), std::move(options));
   if (!relays) return relays.error();
   tunnel = std::move(*relays);

@@ -73,11 +73,15 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
                   .credentials_fd = files->credentials ? files->credentials.get() : -1,
                   .resolv_conf_fd = files->resolv_conf ? files->resolv_conf.get() : -1,
                   .tty = WantsTty(r.request.tty)};
-  auto where = DispatchCgroup::Probe();
+  auto where = DispatchCgroup::Probe(r.host.euid == 0);
   if (where) facts.cgroup_where = "(dry run: none made) " + *where;
   if (!where) facts.cgroup_missing = where.error().Render();
   auto planned = CompileDispatchPlan(r, facts);
   if (!planned) return planned.error();
+  // A root caller's dispatch would lease its host ids: say from where, take nothing.
+  base::Result<std::optional<std::string>> leased_from = std::optional<std::string>();
+  if (WantsLeasedIdentity(r.request, r.host, r.run_as)) leased_from = LeaseRangeShown(r.host);
+  if (!leased_from) return leased_from.error();
   ReportPlan(*planned, result);
   struct stat st {};
   PrintDryRun({.plan = &planned->plan,
@@ -86,6 +90,7 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
                .landlock = &planned->landlock,
                .limits = &planned->limits,
                .run_as = r.run_as,
+               .leased_from = *leased_from,
                .seccomp_groups = r.seccomp_groups,
                .workspace_exists = ::stat(dirs->workspace.c_str(), &st) == 0 &&
                                    ::stat(dirs->out.c_str(), &st) == 0});
@@ -174,10 +179,9 @@ base::Result<std::unique_ptr<runtime::SandboxProcess>> Launch(const DispatchRequ
     if (!swapped) return swapped.error();
     hidden.emplace(std::move(*swapped));
   }
-  const auto backend =
-      request.backend == DispatchBackend::kNative
-          ? runtime::NativeBackend()
-          : runtime::BwrapBackend(request.bwrap_path, "ateam-sandbox run", kRuntimeFailureExit);
+  const auto backend = request.backend == DispatchBackend::kNative
+                           ? runtime::NativeBackend()
+                           : runtime::BwrapBackend(request.bwrap_path);
   std::optional<DumpableWhileCloning> dumpable;  // the native child's uid map is ours to write
   if (request.backend == DispatchBackend::kNative) dumpable.emplace();
   auto sandbox = backend->Start(plan);
@@ -277,7 +281,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   cleanup.Keep();
   // From now on the channels have a supervisor to check their peers against.
   held.gate.Expect([&sandbox] { return (*sandbox)->SupervisorPidfd(); },
-                   r.run_as ? r.run_as->uid : ::geteuid());
+                   r.run_as ? r.run_as->uid : r.host.euid);
   held.hosts_fd.reset();
   if (tty) {
     if (auto st = tty->Start(); !st) return st;

@@ -26,7 +26,8 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
                           .host_env = r.host_env,
                           .seccomp_program = r.seccomp,
                           .agent_bin_dir = r.agent.bin_dir,
-                          .landlock_args = LandlockSupervisorArgs(*landlock)};
+                          .supervisor_args = {}};
+  AddLandlockToSupervisorArgs(*landlock, &paths.supervisor_args);
   paths.sandbox_user = r.sandbox_user;
   paths.credentials_fd = facts.credentials_fd;
   paths.resolv_conf_fd = facts.resolv_conf_fd;

@@ -51,7 +51,8 @@ base::Result<ResolvedRequest> Resolve(const DispatchRequest& given) {
   r.request = given;
   // Every path is checked, and made absolute, before anything is created.
   std::string credentials;
-  if (auto st = CheckRequestPaths(r.request, r.host.cwd, &credentials); !st) return st.error();
+  if (auto st = CheckRequestPaths(r.request, r.host.cwd, r.host.euid == 0, &credentials); !st)
+    return st.error();
   if (r.request.credentials) r.credentials = std::move(credentials);
   if (auto st = CheckHostMountPoints("/etc"); !st) return st.error();
   for (const std::string& path : r.request.rw_paths) {
@@ -80,7 +81,7 @@ base::Result<ResolvedRequest> Resolve(const DispatchRequest& given) {
   // Refused before the clone when this host has no cgroup to give (checked again when the
   // cgroup is made).
   if (!r.request.limits_best_effort && (r.request.memory || r.request.cpus || r.request.pids)) {
-    auto where = DispatchCgroup::Probe();
+    auto where = DispatchCgroup::Probe(r.host.euid == 0);
     if (auto st = CheckLimitsEnforceable(r.request, where ? "" : where.error().Render()); !st) {
       return st.error();
     }

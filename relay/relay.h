@@ -89,7 +89,6 @@ class Relay final : public IoHandler, private ConnectionOwner {
   [[nodiscard]] size_t active_connections() const { return connections_.size(); }
   [[nodiscard]] const Stats& stats() const { return stats_; }
   [[nodiscard]] const Endpoint& target() const { return options_.target; }
-  [[nodiscard]] int listener_fd() const { return listener_.get(); }
   // Handoff mode: whether the route's TCP listener has been handed over and adopted.
   [[nodiscard]] bool has_adopted_listener() const { return adopted_.get() >= 0; }
 

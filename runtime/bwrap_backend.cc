@@ -11,6 +11,7 @@
 #include <csignal>
 #include <span>
 
+#include "base/child_process.h"
 #include "base/exit_status.h"
 #include "runtime/bwrap_render.h"
 
@@ -89,6 +90,8 @@ base::Result<base::UniqueFd> MakeDataFd(std::span<const char> data, const std::s
   return fd;
 }
 
+}  // namespace
+
 // In the process about to become bwrap: only fcntl and execve (fork-child safe).
 int ExecPrepared(const BwrapInvocation& invocation, char* const* argv) noexcept {
   // bwrap hands every fd it inherits on to the command; `run` must not hand over the
@@ -121,6 +124,11 @@ std::vector<char*> ArgvPointers(const BwrapInvocation& invocation) {
 base::Error ExecError(int err, const std::string& path) {
   return {err, "bwrap backend: can't execute", path};
 }
+
+namespace {
+
+// The one step a LaunchWithBwrap child can fail at.
+constexpr uint32_t kExecStep = 1;
 
 base::Result<int> WaitForBwrap(pid_t pid) {
   int status = 0;
@@ -183,27 +191,21 @@ base::Result<int> LaunchWithBwrap(const Plan& plan, const std::string& bwrap_pat
   auto invocation = PrepareBwrapInvocation(plan, bwrap_path);
   if (!invocation) return invocation.error();
   std::vector<char*> argv = ArgvPointers(*invocation);
-  // The child writes execve's errno here; EOF without data means bwrap was exec'd.
-  auto report = base::MakePipe();
+  // The child reports execve's errno; EOF without data means bwrap was exec'd.
+  auto report = base::ChildReport::Open();
   if (!report) return report.error();
 
   const pid_t pid = ::fork();
   if (pid < 0) return base::ErrnoError("bwrap backend: can't fork for", bwrap_path);
   if (pid == 0) {
-    const int err = ExecPrepared(*invocation, argv.data());
-    // Best effort: if this write fails the parent sees EOF and reports exit status 127.
-    [[maybe_unused]] ssize_t n = ::write(report->write_end.get(), &err, sizeof(err));
-    ::_exit(127);
+    report->CloseReadEnd();
+    // If the report cannot be written the parent sees EOF and reports exit status 127.
+    report->Fail(kExecStep, ExecPrepared(*invocation, argv.data()), 127);
   }
-  report->write_end.reset();
-
-  int err = 0;
-  ssize_t got = 0;
-  do {
-    got = ::read(report->read_end.get(), &err, sizeof(err));
-  } while (got < 0 && errno == EINTR);
+  report->CloseWriteEnd();
+  auto failure = report->Read();
   auto code = WaitForBwrap(pid);
-  if (got == static_cast<ssize_t>(sizeof(err))) return ExecError(err, bwrap_path);
+  if (failure && *failure) return ExecError((*failure)->err, bwrap_path);
   return code;
 }
 

@@ -45,6 +45,14 @@ struct BwrapInvocation {
 base::Result<BwrapInvocation> PrepareBwrapInvocation(const Plan& plan,
                                                      const std::string& bwrap_path);
 
+// Child side: makes the invocation's fds (and, with close_inherited_fds, only those)
+// survive the exec, then execs bwrap with `argv` (ArgvPointers). Returns execve's errno.
+int ExecPrepared(const BwrapInvocation& invocation, char* const* argv) noexcept;
+// The invocation's argv as the NULL-terminated array execve takes, built before a fork.
+std::vector<char*> ArgvPointers(const BwrapInvocation& invocation);
+// "bwrap backend: can't execute PATH: REASON".
+base::Error ExecError(int err, const std::string& path);
+
 // Replaces the calling process with bwrap running `plan` (the `--backend bwrap` path: the
 // caller's exit status and messages are then bwrap's own). Returns only on failure.
 base::Status ExecBwrap(const Plan& plan, const std::string& bwrap_path);

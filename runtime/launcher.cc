@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "base/child_process.h"
 #include "base/exit_status.h"
 #include "base/syscalls.h"
 #include "base/unique_fd.h"
@@ -78,21 +79,9 @@ Error CloneError(int err, const Plan& plan) {
   return NamespaceCreationError(err);
 }
 
-// clone3 with fork semantics and a pidfd; plain clone + pidfd_open only where the kernel
-// has no clone3.
-pid_t CloneChild(const Plan& plan, int* pidfd) {
-  // The network namespace may come from a helper instead (runtime/child/netns_helper.h).
-  const uint64_t flags = plan.clone_flags & ~(NetnsFromHelper(plan) ? CLONE_NEWNET : 0ULL);
-  base::Clone3Args args;
-  args.flags = flags | CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(pidfd);
-  args.exit_signal = SIGCHLD;
-  pid_t pid = base::Clone3(&args);
-  if (pid >= 0 || errno != ENOSYS) return pid;
-  pid =
-      static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
-  if (pid > 0) *pidfd = base::PidfdOpen(pid);
-  return pid;
+// The network namespace may come from a helper instead (runtime/child/netns_helper.h).
+uint64_t CloneFlags(const Plan& plan) {
+  return plan.clone_flags & ~(NetnsFromHelper(plan) ? CLONE_NEWNET : 0ULL);
 }
 
 // Waits until the command is done: the reaper's report when there is one (the sandbox
@@ -122,21 +111,15 @@ int WaitForCommand(int pidfd, int status_fd) {
 }
 
 // Reads the child's SetupFailure, if any. nullopt: EOF without bytes, the command runs.
-std::optional<Error> ReadFailure(int report_fd, const Plan& plan) {
-  SetupFailure failure;
-  ssize_t n;
-  do {
-    n = ::read(report_fd, &failure, sizeof(failure));
-  } while (n < 0 && errno == EINTR);
-  if (n == 0) return std::nullopt;
-  if (n != sizeof(failure)) return Error(errno, "Unexpected short read from the sandbox child");
+std::optional<Error> ReadFailure(const base::ChildReport& report, const Plan& plan) {
+  auto failure = report.Read();
+  if (!failure) return Error(failure.error().err(), "Unexpected short read from the sandbox child");
+  if (!*failure) return std::nullopt;
   std::string text;
-  if (static_cast<Stage>(failure.stage) == Stage::kSymlinkExists) {
-    text.resize(failure.detail);
-    ssize_t got = ::read(report_fd, text.data(), text.size());
-    text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  if (static_cast<Stage>((*failure)->stage) == Stage::kSymlinkExists) {
+    text = report.ReadText((*failure)->detail);
   }
-  return Error::Message(RenderFailure(plan, failure, text));
+  return Error::Message(RenderFailure(plan, **failure, text));
 }
 
 // Root callers' sandboxes run as an unprivileged host uid: only the monitor, still in
@@ -158,12 +141,12 @@ base::Status WriteIdMapsFromParent(pid_t pid, const UserNamespacePlan& ns) {
 // --pidns: learns which process the sandbox is (the child's descendant in the joined pid
 // namespace) and takes it over. On failure the child's own report, if it wrote one, comes
 // first, as bwrap prints the child's message before the monitor's.
-base::Status FollowIntoPidNamespace(const Plan& plan, int socket_fd, int report_fd,
-                                    StartedSandbox* sandbox) {
+base::Status FollowIntoPidNamespace(const Plan& plan, int socket_fd,
+                                    const base::ChildReport& report, StartedSandbox* sandbox) {
   auto pid = ReceivePid(socket_fd);
   if (!pid) {
     std::string text = pid.error().Render();
-    if (auto child = ReadFailure(report_fd, plan)) text = child->Render() + "\n" + text;
+    if (auto child = ReadFailure(report, plan)) text = child->Render() + "\n" + text;
     return Error::Message(text);
   }
   UniqueFd pidfd(base::PidfdOpen(*pid));
@@ -191,11 +174,8 @@ base::Result<std::optional<NamespaceIds>> ReadIdsToPublish(const Plan& plan, pid
 base::Status PrepareRelease(const Plan& plan, pid_t pid) {
   // First: everything the child does from here on, and every process it makes, is charged
   // to (and limited by) the dispatch's cgroups.
-  const std::string pid_text = std::to_string(pid);
-  for (int fd : plan.cgroup_procs_fds) {
-    if (::write(fd, pid_text.data(), pid_text.size()) != static_cast<ssize_t>(pid_text.size())) {
-      return base::ErrnoError("Can't move the sandbox into its cgroup");
-    }
+  if (int err = base::EnterCgroups(plan.cgroup_procs_fds, pid); err != 0) {
+    return Error(err, "Can't move the sandbox into its cgroup");
   }
   if (plan.userns && plan.userns->written_by_parent) {
     if (auto st = WriteIdMapsFromParent(pid, *plan.userns); !st) return st.error();
@@ -242,20 +222,19 @@ namespace {
 
 // The monitor's ends and the child's ends of every channel between them.
 struct LaunchFds {
-  base::FdPair report;      // child -> monitor: SetupFailure, EOF on exec
-  base::FdPair go;          // monitor -> child: EOF releases it (only when parent_first)
-  base::FdPair status;      // reaper -> monitor: the command's wait status
-  base::FdPair pid_socket;  // --pidns: the sandbox's final process sends its pid
-  base::FdPair netns;       // NetnsFromHelper: both ends the child's (it forks the helper)
-  UniqueFd self_pidfd;      // --die-with-parent: the child watches the monitor
+  base::ChildReport report;      // child -> monitor: SetupFailure, EOF on exec
+  base::FdPair go = {};          // monitor -> child: EOF releases it (only when parent_first)
+  base::FdPair status = {};      // reaper -> monitor: the command's wait status
+  base::FdPair pid_socket = {};  // --pidns: the sandbox's final process sends its pid
+  base::FdPair netns = {};       // NetnsFromHelper: both ends the child's (it forks the helper)
+  UniqueFd self_pidfd = {};      // --die-with-parent: the child watches the monitor
 };
 
 // Everything the monitor does before clone, in bwrap's order.
 base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
-  LaunchFds fds;
-  auto report = base::MakePipe();
+  auto report = base::ChildReport::Open();
   if (!report) return report.error();
-  fds.report = std::move(*report);
+  LaunchFds fds{.report = std::move(*report)};
   bool parent_maps = plan.userns && plan.userns->written_by_parent;
   // --pidns: the monitor must know the sandbox's pid before it may run; --userns2: the
   // monitor joins it first and a failure there must stop the child before its setup.
@@ -297,14 +276,14 @@ base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
 
 // The clone child: drops the monitor's ends and becomes the sandbox.
 [[noreturn]] void EnterChild(const Plan& plan, ChildMemory& memory, LaunchFds& fds) {
-  fds.report.read_end.reset();
+  fds.report.CloseReadEnd();
   fds.go.write_end.reset();
   fds.status.read_end.reset();
   fds.pid_socket.read_end.reset();
   child::ChildLaunch launch;
   launch.plan = &plan;
   launch.sources = memory.sources.data();
-  launch.report_fd = fds.report.write_end.get();
+  launch.report = &fds.report;
   launch.go_fd = fds.go.read_end.get();
   launch.parent_pidfd = fds.self_pidfd.get();
   launch.status_fd = fds.status.write_end.get();
@@ -329,11 +308,11 @@ base::Result<StartedSandbox> Start(const Plan& plan) {
   std::signal(SIGCHLD, SIG_DFL);  // a caller that ignores SIGCHLD would break waitid
 
   int raw_pidfd = -1;
-  pid_t pid = CloneChild(plan, &raw_pidfd);
+  const pid_t pid = base::CloneProcess(CloneFlags(plan), &raw_pidfd);
   if (pid < 0) return CloneError(errno, plan);
   if (pid == 0) EnterChild(plan, memory, *fds);
   StartedSandbox sandbox(plan, pid, UniqueFd(raw_pidfd), std::move(fds->status.read_end));
-  fds->report.write_end.reset();
+  fds->report.CloseWriteEnd();
   fds->go.read_end.reset();
   fds->status.write_end.reset();
   fds->self_pidfd.reset();
@@ -342,15 +321,14 @@ base::Result<StartedSandbox> Start(const Plan& plan) {
   fds->netns.read_end.reset();
 
   if (plan.joined.pidns_fd) {
-    auto st = FollowIntoPidNamespace(plan, fds->pid_socket.read_end.get(),
-                                     fds->report.read_end.get(), &sandbox);
+    auto st = FollowIntoPidNamespace(plan, fds->pid_socket.read_end.get(), fds->report, &sandbox);
     if (!st) return st.error();
     fds->pid_socket.read_end.reset();
   }
   if (auto st = PrepareRelease(plan, sandbox.pid()); !st) return st.error();
   fds->go.write_end.reset();  // releases the child
 
-  if (auto failure = ReadFailure(fds->report.read_end.get(), plan)) return *failure;
+  if (auto failure = ReadFailure(fds->report, plan)) return *failure;
   return sandbox;
 }
 

@@ -19,7 +19,9 @@
 namespace sbx::runtime {
 
 // Who the caller is decides how the sandbox is built (see the comment block at the top of
-// plan_compiler.cc). Decided once, from HostFacts; nothing else checks geteuid().
+// plan_compiler.cc). Decided once, from HostFacts, which `run` reads too (dispatch/ asks
+// ResolvedRequest::host, never geteuid(), whether its caller is root); geteuid() elsewhere
+// only names the caller's own uid as an owner to compare a file's with.
 enum class PrivilegeMode {
   kRoot,          // caller is uid 0 (not setuid): keeps its capabilities unless dropped
   kUnprivileged,  // caller is any other uid: a user namespace is always created
@@ -83,7 +85,6 @@ struct Plan {
   std::optional<std::string> hostname;  // last --hostname, for the printed plan only
 
   std::vector<PlanOp> ops;
-  // Parents created for op destinations get this mode (0755 narrowed by --perms, per op).
   bool fresh_proc = false;  // --proc mounts a new procfs (new pid namespace) vs binds /proc
   bool configure_loopback = false;
   bool assert_userns_disabled = false;  // try unshare(CLONE_NEWUSER) after setup: must fail

@@ -1,21 +1,19 @@
 #include "runtime/sandbox_backend.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <optional>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "base/child_process.h"
 #include "base/syscalls.h"
 #include "base/unique_fd.h"
 #include "runtime/bwrap_backend.h"
@@ -103,88 +101,90 @@ class BwrapProcess final : public SandboxProcess {
   bool reaped_ = false;
 };
 
+// The steps of the child that becomes bwrap, as its report names them.
+enum class BwrapChildStep : uint32_t { kEnterCgroups = 1, kSwitchIds, kExec };
+
 class Bwrap final : public SandboxBackend {
  public:
-  Bwrap(std::string path, std::string prefix, int failure_exit)
-      : path_(std::move(path)), prefix_(std::move(prefix)), failure_exit_(failure_exit) {}
+  explicit Bwrap(std::string path) : path_(std::move(path)) {}
 
   [[nodiscard]] base::Result<std::unique_ptr<SandboxProcess>> Start(
       const Plan& plan) const override {
+    // Everything that allocates happens here, before the clone: the child only makes
+    // system calls until it execs.
+    auto invocation = PrepareBwrapInvocation(plan, path_);
+    if (!invocation) return invocation.error();
+    std::vector<char*> argv = ArgvPointers(*invocation);
+    auto report = base::ChildReport::Open();
+    if (!report) return report.error();
     // A child that becomes bwrap; our pidfd of it is the handle.
-    int pidfd = -1;
-    base::Clone3Args args;
-    args.flags = CLONE_PIDFD;
-    args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-    args.exit_signal = SIGCHLD;
-    pid_t pid = base::Clone3(&args);
-    // Container seccomp profiles answer clone3 with ENOSYS to send callers back to clone.
-    if (pid < 0 && errno == ENOSYS) {
-      pid = static_cast<pid_t>(::fork());
-      if (pid > 0) pidfd = base::PidfdOpen(pid);
-    }
-    if (pid < 0) return base::ErrnoError("clone3 for the bwrap backend");
-    if (pid == 0) BecomeBwrap(plan);
-    return std::unique_ptr<SandboxProcess>(new BwrapProcess(pid, base::UniqueFd(pidfd)));
+    auto child = base::CloneWithPidfd(0, "the bwrap backend's child");
+    if (!child) return child.error();
+    if (child->pid == 0) BecomeBwrap(plan, *invocation, argv.data(), *report);
+    report->CloseWriteEnd();
+    // From here a failure kills and reaps the child with its handle.
+    auto process = std::make_unique<BwrapProcess>(child->pid, std::move(child->pidfd));
+    auto failure = report->Read();
+    if (!failure) return failure.error();
+    if (*failure) return StepError(plan, **failure);
+    return std::unique_ptr<SandboxProcess>(std::move(process));
   }
 
  private:
-  [[noreturn]] void BecomeBwrap(const Plan& plan) const {
+  [[noreturn]] static void BecomeBwrap(const Plan& plan, const BwrapInvocation& invocation,
+                                       char* const* argv, base::ChildReport& report) noexcept {
+    report.CloseReadEnd();
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // Into the dispatch's cgroups before anything else runs, and while still the caller
     // (a cgroup v1 is root's to write): "0" moves the writer itself.
-    for (int fd : plan.cgroup_procs_fds) {
-      if (::write(fd, "0", 1) != 1) {
-        fmt::print(stderr, "{}: can't enter the dispatch's cgroup: {}\n", prefix_,
-                   std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
-        ::_exit(failure_exit_);
-      }
+    if (int err = base::EnterCgroups(plan.cgroup_procs_fds, 0); err != 0) {
+      report.Fail(static_cast<uint32_t>(BwrapChildStep::kEnterCgroups), err);
     }
     // bwrap cannot map the sandbox onto another host uid, so for a root caller it runs
     // as the run-as (or leased) host user itself: the sandbox is then that user, never
     // host root, and the user namespace bwrap makes is that uid's alone. Inside, bwrap's
     // --uid/--gid give the agent its ids (bwrap_render.cc).
     if (plan.userns && plan.userns->written_by_parent) {
-      const uid_t uid = plan.userns->uid.outside;
-      const gid_t gid = plan.userns->gid.outside;
-      if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
-          ::setresuid(uid, uid, uid) != 0) {
-        fmt::print(stderr, "{}: can't switch to uid {}: {}\n", prefix_, uid,
-                   std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
-        ::_exit(failure_exit_);
+      if (int err = base::SwitchToIds(plan.userns->uid.outside, plan.userns->gid.outside)) {
+        report.Fail(static_cast<uint32_t>(BwrapChildStep::kSwitchIds), err);
       }
       // Credentials changed: the parent-death signal was cleared; set it again.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     }
     // The rlimits that hold across bwrap's exec and mean the same there (RLIMIT_NPROC
-    // would count the caller's processes outside the sandbox too).
+    // would count the caller's processes outside the sandbox too). Best effort, as before
+    // bwrap: the sandbox's own child lowers them again and reports a failure.
     for (const auto& limit : plan.self_limits.rlimits) {
-      if (limit.resource == RLIMIT_NPROC) continue;
-      rlimit current{};
-      if (::getrlimit(static_cast<__rlimit_resource>(limit.resource), &current) != 0) continue;
-      rlimit lowered{std::min<rlim_t>(current.rlim_cur, limit.value),
-                     std::min<rlim_t>(current.rlim_max, limit.value)};
-      (void)::setrlimit(static_cast<__rlimit_resource>(limit.resource), &lowered);
+      if (limit.resource != RLIMIT_NPROC) (void)base::LowerRlimit(limit.resource, limit.value);
     }
-    auto st = ExecBwrap(plan, path_);
-    fmt::print(stderr, "{}: {}\n", prefix_, st.error().Render());
-    ::_exit(failure_exit_);
+    report.Fail(static_cast<uint32_t>(BwrapChildStep::kExec), ExecPrepared(invocation, argv));
+  }
+
+  [[nodiscard]] base::Error StepError(const Plan& plan, const base::ChildFailure& failure) const {
+    switch (static_cast<BwrapChildStep>(failure.step)) {
+      case BwrapChildStep::kEnterCgroups:
+        return {failure.err, "can't enter the dispatch's cgroup"};
+      case BwrapChildStep::kSwitchIds:
+        return {failure.err, "can't switch to uid",
+                plan.userns ? std::to_string(plan.userns->uid.outside) : std::string()};
+      case BwrapChildStep::kExec:
+        break;
+    }
+    return ExecError(failure.err, path_);
   }
 
   std::string path_;
-  std::string prefix_;
-  int failure_exit_;
 };
 
 }  // namespace
 
 std::unique_ptr<SandboxBackend> NativeBackend() { return std::make_unique<Native>(); }
 
-std::unique_ptr<SandboxBackend> BwrapBackend(std::string bwrap_path, std::string message_prefix,
-                                             int failure_exit) {
-  return std::make_unique<Bwrap>(std::move(bwrap_path), std::move(message_prefix), failure_exit);
+std::unique_ptr<SandboxBackend> BwrapBackend(std::string bwrap_path) {
+  return std::make_unique<Bwrap>(std::move(bwrap_path));
 }
 
 }  // namespace sbx::runtime

@@ -49,9 +49,8 @@ class SandboxBackend {
 std::unique_ptr<SandboxBackend> NativeBackend();
 // bwrap at `bwrap_path`, in a child that enters the plan's cgroups, takes the sandbox's ids
 // when the plan maps the sandbox onto other host ids (bwrap cannot), lowers the rlimits
-// that mean the same across bwrap's exec, then becomes bwrap. Its failures are printed
-// with `message_prefix` and end the child with `failure_exit`.
-std::unique_ptr<SandboxBackend> BwrapBackend(std::string bwrap_path, std::string message_prefix,
-                                             int failure_exit);
+// that mean the same across bwrap's exec, then becomes bwrap. A step of that child that
+// fails (or the exec) is Start's error, with its errno.
+std::unique_ptr<SandboxBackend> BwrapBackend(std::string bwrap_path);
 
 }  // namespace sbx::runtime

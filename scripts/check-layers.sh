@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 declare -A layer=(
   [base]=0
   [security]=1 [netns]=1 [relay]=1
-  [runtime]=2
+  [runtime]=2 [contract]=2
   [dispatch]=3 [supervise]=3
   [cli]=4
 )
@@ -76,7 +76,7 @@ for folder in "${!layer[@]}"; do
   done < <(grep -rn --include='*.h' --include='*.cc' -E '^#include "[^"/]+/' "$folder" || true)
 done
 if [[ $bad -ne 0 ]]; then
-  echo "check-layers: FAILED: includes must point down the layers: base < security, netns, relay < runtime < dispatch, supervise < cli;" \
+  echo "check-layers: FAILED: includes must point down the layers: base < security, netns, relay < runtime, contract < dispatch, supervise < cli;" \
     "inside dispatch/: request, sys < plan < git < host, terminal < record, identity < dispatch.cc;" \
     "inside runtime/: spec.h, plan.h < child/ < the rest" >&2
   exit 1

@@ -172,7 +172,5 @@ int ClearAllCaps(bool tolerate_eperm) noexcept;
 int ApplyCapPlanBounding(const CapPlan& plan) noexcept;
 int ApplyCapPlanSets(const CapPlan& plan) noexcept;
 int ApplyCapPlanAmbient(const CapPlan& plan) noexcept;
-// All three in order.
-int ApplyCapPlan(const CapPlan& plan) noexcept;
 
 }  // namespace sbx::security

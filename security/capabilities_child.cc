@@ -104,10 +104,4 @@ int ApplyCapPlanAmbient(const CapPlan& plan) noexcept {
   return RaiseAmbientCaps(plan.ambient, plan.last_cap);
 }
 
-int ApplyCapPlan(const CapPlan& plan) noexcept {
-  if (int err = ApplyCapPlanBounding(plan); err != 0) return err;
-  if (int err = ApplyCapPlanSets(plan); err != 0) return err;
-  return ApplyCapPlanAmbient(plan);
-}
-
 }  // namespace sbx::security

@@ -1,14 +1,12 @@
 #include "supervise/agent_process.h"
 
-#include <sched.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 
-#include "base/syscalls.h"
+#include "base/child_process.h"
 #include "security/landlock.h"
 #include "supervise/agent_tty.h"
 
@@ -83,16 +81,6 @@ const std::string kLandlockPrefix = "ateam-sandbox supervise: cannot apply Landl
   FailChild(plan.prefix, errno);
 }
 
-// clone3 with CLONE_PIDFD: the pidfd exists from the first instant, so no signal can ever
-// reach a recycled pid. Returns -1 with errno from the kernel.
-pid_t CloneWithPidfd(int* pidfd) {
-  base::Clone3Args args;
-  args.flags = CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(pidfd);
-  args.exit_signal = SIGCHLD;
-  return base::Clone3(&args);
-}
-
 }  // namespace
 
 base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, int tty_slave,
@@ -105,27 +93,13 @@ base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, i
   const std::string tty_prefix =
       "ateam-sandbox supervise: cannot give " + command.front() + " its terminal: ";
 
-  int pidfd = -1;
-  pid_t pid = CloneWithPidfd(&pidfd);
-  // Some seccomp policies answer clone3 with ENOSYS to make libc fall back to clone.
-  const bool use_fork = pid < 0 && errno == ENOSYS;
-  if (use_fork) pid = ::fork();
-  if (pid < 0) return base::ErrnoError("Can't fork the agent", command.front());
-  if (pid == 0) ExecAgent({argv.data(), prefix, tty_slave, tty_prefix, landlock_ruleset});
-
+  // The pidfd exists from the agent's first instant, so no signal can reach a recycled pid.
+  auto child = base::CloneWithPidfd(0, command.front().c_str());
+  if (!child) return base::Error(child.error().err(), "Can't fork the agent", command.front());
+  if (child->pid == 0) ExecAgent({argv.data(), prefix, tty_slave, tty_prefix, landlock_ruleset});
   AgentProcess agent;
-  agent.pid = pid;
-  if (use_fork) {
-    // We are the only one who reaps it, so the pid cannot be recycled before this call.
-    pidfd = base::PidfdOpen(pid);
-    if (pidfd < 0) {
-      const int err = errno;
-      (void)::kill(pid, SIGKILL);
-      (void)::waitpid(pid, nullptr, 0);
-      return base::Error(err, "Can't open a pidfd for the agent", command.front());
-    }
-  }
-  agent.pidfd.reset(pidfd);
+  agent.pid = child->pid;
+  agent.pidfd = std::move(child->pidfd);
   return agent;
 }
 

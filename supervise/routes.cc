@@ -6,6 +6,8 @@
 #include <optional>
 #include <utility>
 
+#include "contract/supervisor_contract.h"
+
 namespace sbx::supervise {
 namespace {
 
@@ -59,8 +61,7 @@ Result<SuperviseTty> ParseTtySocket(std::string_view text) {
                           "': the socket path must be absolute");
   }
   auto socket = relay::Endpoint::Unix(std::string(text));
-  if (!socket)
-    return Error::Message("bad --tty '" + std::string(text) + "': " + socket.error().Render());
+  if (!socket) return socket.error().WithContext("bad --tty '" + std::string(text) + "'");
   return SuperviseTty{std::move(*socket)};
 }
 
@@ -82,24 +83,6 @@ Status ParseTtySize(std::string_view text, SuperviseTty* tty) {
     return Error::Message("bad --tty-size '" + std::string(text) + "': expected ROWSxCOLS");
   }
   return {};
-}
-
-// Splits "--name=value" or "--name value"; advances `i` past a separate value.
-// nullopt when args[i] is not option `name`.
-std::optional<Result<std::string>> TakeOptionValue(std::span<const std::string> args, size_t& i,
-                                                   std::string_view name) {
-  std::string_view arg = args[i];
-  if (arg.substr(0, name.size()) != name) return std::nullopt;
-  std::string_view rest = arg.substr(name.size());
-  if (!rest.empty()) {
-    if (rest[0] != '=') return std::nullopt;
-    return Result<std::string>(std::string(rest.substr(1)));
-  }
-  if (i + 1 >= args.size()) {
-    return Result<std::string>(Error::Message(std::string(name) + " needs a value"));
-  }
-  ++i;
-  return Result<std::string>(args[i]);
 }
 
 Status CheckNoDuplicate(const std::vector<SuperviseRoute>& routes, const SuperviseRoute& route) {
@@ -168,66 +151,48 @@ Result<SuperviseRoute> ParseRoute(std::string_view text) {
 }
 
 Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args) {
+  auto given = contract::ParseSupervisorArgs(args);
+  if (!given) return given.error();
   SuperviseConfig config;
-  std::vector<std::string> landlock_write;
-  std::optional<std::string> tty_size;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.empty() || arg[0] != '-') break;
-    if (arg == "--help" || arg == "-h") {
-      config.help = true;
-      return config;
-    }
-    if (auto value = TakeOptionValue(args, i, "--route")) {
-      if (!*value) return value->error();
-      auto route = ParseRoute(**value);
-      if (!route) return route.error();
-      if (auto dup = CheckNoDuplicate(config.routes, *route); !dup) return dup.error();
-      config.routes.push_back(std::move(*route));
-    } else if (auto timeout = TakeOptionValue(args, i, "--probe-timeout-ms")) {
-      if (!*timeout) return timeout->error();
-      auto ms = ParseProbeTimeout(**timeout);
-      if (!ms) return ms.error();
-      config.probe_timeout = *ms;
-    } else if (auto write = TakeOptionValue(args, i, "--landlock-write")) {
-      if (!*write) return write->error();
-      const std::string& path = **write;
-      if (path.empty() || path[0] != '/') {
-        return Error::Message("bad --landlock-write '" + path + "': the path must be absolute");
-      }
-      landlock_write.push_back(path);
-    } else if (auto parts = TakeOptionValue(args, i, "--landlock")) {
-      if (!*parts) return parts->error();
-      auto policy = ParseLandlockParts(**parts);
-      if (!policy) return policy.error();
-      config.landlock = std::move(*policy);
-    } else if (auto size = TakeOptionValue(args, i, "--tty-size")) {
-      if (!*size) return size->error();
-      tty_size = **size;
-    } else if (auto tty = TakeOptionValue(args, i, "--tty")) {
-      if (!*tty) return tty->error();
-      auto parsed = ParseTtySocket(**tty);
-      if (!parsed) return parsed.error();
-      config.tty = std::move(*parsed);
-    } else {
-      return Error::Message("unknown option '" + arg + "' (see --help)");
+  if (given->help) {
+    config.help = true;
+    return config;
+  }
+  for (const contract::SupervisorRoute& text : given->routes) {
+    auto route = ParseRoute(text.listen + "=" + text.socket);
+    if (!route) return route.error();
+    if (auto dup = CheckNoDuplicate(config.routes, *route); !dup) return dup.error();
+    config.routes.push_back(std::move(*route));
+  }
+  if (given->probe_timeout) {
+    auto ms = ParseProbeTimeout(*given->probe_timeout);
+    if (!ms) return ms.error();
+    config.probe_timeout = *ms;
+  }
+  for (const std::string& path : given->landlock_write) {
+    if (path.empty() || path[0] != '/') {
+      return Error::Message("bad --landlock-write '" + path + "': the path must be absolute");
     }
   }
-  if (tty_size) {
+  if (given->landlock) {
+    auto policy = ParseLandlockParts(*given->landlock);
+    if (!policy) return policy.error();
+    config.landlock = std::move(*policy);
+  }
+  if (given->tty) {
+    auto parsed = ParseTtySocket(*given->tty);
+    if (!parsed) return parsed.error();
+    config.tty = std::move(*parsed);
+  }
+  if (given->tty_size) {
     if (!config.tty) return Error::Message("--tty-size needs --tty");
-    if (auto st = ParseTtySize(*tty_size, &*config.tty); !st) return st.error();
+    if (auto st = ParseTtySize(*given->tty_size, &*config.tty); !st) return st.error();
   }
-  config.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (config.command.empty()) return Error::Message("no command given (after --)");
-  if (!landlock_write.empty() && !config.landlock) {
+  config.command = std::move(given->command);
+  if (!given->landlock_write.empty() && !config.landlock) {
     return Error::Message("--landlock-write needs --landlock");
   }
-  if (config.landlock) config.landlock->writable = std::move(landlock_write);
+  if (config.landlock) config.landlock->writable = std::move(given->landlock_write);
   CompleteLandlockPolicy(config);
   return config;
 }

@@ -1,4 +1,5 @@
-// The `ateam-sandbox supervise` command line, parsed into plain data:
+// The `ateam-sandbox supervise` command line (contract/supervisor_contract.h reads its
+// syntax), checked and parsed into plain data:
 //   supervise --route ADDR:PORT=SOCKET_PATH [--route ...] [--probe-timeout-ms N]
 //             [--landlock PARTS [--landlock-write PATH ...]]
 //             [--tty SOCKET_PATH [--tty-size ROWSxCOLS]] -- CMD [ARGS...]

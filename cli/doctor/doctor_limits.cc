@@ -1,5 +1,7 @@
 // What `run` can limit for this caller on this host: the dispatch cgroup (memory, pids,
 // cpu) and the always-on limits, and what the nested-user-namespace choice costs.
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "cli/doctor/doctor_probes.h"
@@ -10,7 +12,7 @@ namespace sbx::cli::doctor {
 
 std::vector<Check> LimitChecks() {
   std::vector<Check> checks;
-  auto cgroup = dispatch::DispatchCgroup::Probe();
+  auto cgroup = dispatch::DispatchCgroup::Probe(::geteuid() == 0);
   if (cgroup) {
     checks.push_back({"run-cgroup", CheckStatus::kOk,
                       fmt::format("`run` puts each dispatch in a cgroup {} (--memory, --pids, "

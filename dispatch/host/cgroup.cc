@@ -127,8 +127,8 @@ base::Result<std::string> UsableV2Parent(const OwnCgroups& own) {
 }
 
 // The v1 directories (memory, pids) a root caller's dispatch cgroups go under, or why not.
-base::Result<std::vector<std::string>> UsableV1Parents(const OwnCgroups& own) {
-  if (::geteuid() != 0) return base::Error::Message("cgroup v1 needs a root caller");
+base::Result<std::vector<std::string>> UsableV1Parents(const OwnCgroups& own, bool root_caller) {
+  if (!root_caller) return base::Error::Message("cgroup v1 needs a root caller");
   std::vector<std::string> parents;
   for (const char* controller : {"memory", "pids"}) {
     const std::string mount = std::string(kCgroupRoot) + "/" + controller;
@@ -156,17 +156,17 @@ void RemoveCgroupDirs(const std::vector<std::string>& dirs, int seconds) {
   }
 }
 
-base::Result<std::string> DispatchCgroup::Probe() {
+base::Result<std::string> DispatchCgroup::Probe(bool root_caller) {
   const OwnCgroups own = ReadOwnCgroups();
   auto v2 = UsableV2Parent(own);
   if (v2) return "v2 under " + *v2 + " (its other processes must move out first)";
-  auto v1 = UsableV1Parents(own);
+  auto v1 = UsableV1Parents(own, root_caller);
   if (v1) return fmt::format("v1 under {}", fmt::join(*v1, ", "));
   return base::Error::Message(v2.error().Render() + "; " + v1.error().Render());
 }
 
 base::Result<DispatchCgroup> DispatchCgroup::Create(const std::string& id,
-                                                    const CgroupLimits& limits) {
+                                                    const CgroupLimits& limits, bool root_caller) {
   const OwnCgroups own = ReadOwnCgroups();
   const std::string name = "ateam-sandbox-" + id;
   std::string why_not_v2;
@@ -178,7 +178,7 @@ base::Result<DispatchCgroup> DispatchCgroup::Create(const std::string& id,
     if (cgroup) return cgroup;
     why_not_v2 = cgroup.error().Render();
   }
-  if (auto parents = UsableV1Parents(own); !parents) {
+  if (auto parents = UsableV1Parents(own, root_caller); !parents) {
     return base::Error::Message(why_not_v2 + "; " + parents.error().Render());
   }
   auto cgroup = CreateV1(own.v1, name, limits);

@@ -34,11 +34,13 @@ struct CgroupLimits {
 
 class DispatchCgroup {
  public:
-  // Creates and configures the cgroup. The error says why none can be used here.
-  static base::Result<DispatchCgroup> Create(const std::string& id, const CgroupLimits& limits);
+  // Creates and configures the cgroup. The error says why none can be used here. Only a
+  // `root_caller` (runtime::HostFacts) may use cgroup v1.
+  static base::Result<DispatchCgroup> Create(const std::string& id, const CgroupLimits& limits,
+                                             bool root_caller);
   // Without creating anything: where Create would make the cgroup for this caller
   // ("v2 under PATH", "v1 under PATH, PATH"), or why it cannot (for `doctor`).
-  static base::Result<std::string> Probe();
+  static base::Result<std::string> Probe(bool root_caller);
 
   DispatchCgroup(DispatchCgroup&&) = default;
   DispatchCgroup& operator=(DispatchCgroup&&) = default;

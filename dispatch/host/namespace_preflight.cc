@@ -2,7 +2,6 @@
 
 #include <sched.h>
 #include <sys/mount.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,24 +11,23 @@
 
 #include <fmt/format.h>
 
+#include "base/child_process.h"
+
 namespace sbx::dispatch {
 
 namespace {
 
-// The child's exit status: errno of a refused mount (below 128), plus 128 when it was the
-// /proc mount; 0 when both worked.
-constexpr int kProcFlag = 128;
-
-[[noreturn]] void PreflightChild() noexcept {
+// The child's report names the step that failed: PreflightStep's value.
+[[noreturn]] void PreflightChild(const base::ChildReport& report) noexcept {
   // MS_SLAVE first so the test mounts stay in this namespace. An LSM that strips the new
   // namespace of its capabilities refuses the tmpfs; masked /proc paths (a container
   // runtime's over-mounts) make the kernel refuse a fresh /proc.
   if (::mount(nullptr, "/", nullptr, MS_SLAVE | MS_REC, nullptr) != 0 ||
       ::mount("tmpfs", "/tmp", "tmpfs", 0, nullptr) != 0) {
-    ::_exit(errno & (kProcFlag - 1));
+    report.Fail(static_cast<uint32_t>(PreflightStep::kMount), errno);
   }
   if (::mount("proc", "/tmp", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
-    ::_exit(kProcFlag | (errno & (kProcFlag - 1)));
+    report.Fail(static_cast<uint32_t>(PreflightStep::kProc), errno);
   }
   ::_exit(0);
 }
@@ -46,19 +44,24 @@ std::string NamespaceRefusedMessage(PreflightStep step, int err) {
 }
 
 base::Status CheckNamespacesAllowed() {
-  // Plain clone, not clone3: container seccomp profiles answer clone3 with ENOSYS, and the
-  // launcher falls back to clone the same way. The child makes only raw system calls.
-  const long pid = ::syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD,
-                             nullptr, nullptr, nullptr, nullptr);
+  auto report = base::ChildReport::Open();
+  if (!report) return report.error();
+  // clone3, else plain clone where container seccomp profiles answer clone3 with ENOSYS,
+  // as the launcher does. The child makes only raw system calls.
+  const pid_t pid = base::CloneProcess(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID, nullptr);
   if (pid < 0) return base::Error::Message(NamespaceRefusedMessage(PreflightStep::kCreate, errno));
-  if (pid == 0) PreflightChild();
-  int status = 0;
-  while (::waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR) {
+  if (pid == 0) {
+    report->CloseReadEnd();
+    PreflightChild(*report);
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) == 0) return {};
-  const int code = WEXITSTATUS(status);
-  const PreflightStep step = (code & kProcFlag) != 0 ? PreflightStep::kProc : PreflightStep::kMount;
-  return base::Error::Message(NamespaceRefusedMessage(step, code & (kProcFlag - 1)));
+  report->CloseWriteEnd();
+  auto failure = report->Read();
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (!failure) return failure.error();
+  if (!*failure) return {};
+  return base::Error::Message(
+      NamespaceRefusedMessage(static_cast<PreflightStep>((*failure)->step), (*failure)->err));
 }
 
 }  // namespace sbx::dispatch

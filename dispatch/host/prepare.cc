@@ -80,19 +80,19 @@ base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchReques
   for (size_t i = 0; i < specs.size(); ++i) {
     auto route = relay::ParseRoute(specs[i], static_cast<int>(i));
     if (!route) {
-      return base::Error::Message(fmt::format("--allow {}: {}", specs[i], route.error().Render()));
+      return route.error().WithContext("--allow " + specs[i]);
     }
     hosts.push_back({route->host, route->port});
     routes.push_back(std::move(*route));
   }
   if (auto st = netns::ValidateRoutes(hosts); !st) {
-    return base::Error::Message(fmt::format("--allow: {}", st.error().Render()));
+    return st.error().WithContext("--allow");
   }
   // One spelling everywhere: the name in the sandbox's /etc/hosts, the SNI a tls route
   // expects, the name the relay resolves, the status document and the ledger.
   for (relay::Route& route : routes) {
     auto name = netns::NormalizeHostname(route.host);
-    if (!name) return base::Error::Message(fmt::format("--allow: {}", name.error().Render()));
+    if (!name) return name.error().WithContext("--allow");
     route.host = std::move(*name);
   }
   return routes;

@@ -21,22 +21,45 @@ bool WantsLeasedIdentity(const DispatchRequest& request, const runtime::HostFact
   return host.IsRoot() && !request.run_as && resolved.has_value();
 }
 
-base::Result<std::optional<DispatchIdentity>> LeaseDispatchIdentity(
-    const runtime::HostFacts& host, const std::string& dispatch_id,
-    const std::vector<std::string>& hold_paths) {
+namespace {
+
+// The host's lease options, or nullopt when the range is the built-in one and this user
+// namespace does not map it.
+base::Result<std::optional<LeaseOptions>> MappedLeaseOptions(const runtime::HostFacts& host) {
   auto options = HostLeaseOptions(host.overflow_uid, host.overflow_gid);
   if (!options) return options.error();
   // Only ids this user namespace maps can be handed to anybody.
   if (!host.MapsUid(options->range.first_uid) || !host.MapsGid(options->range.first_gid) ||
       !host.MapsUid(options->range.first_uid + options->range.count - 1) ||
       !host.MapsGid(options->range.first_gid + options->range.count - 1)) {
-    if (options->range.source == kBuiltinSource) return std::optional<DispatchIdentity>{};
+    if (options->range.source == kBuiltinSource) return std::optional<LeaseOptions>{};
     return base::Error::Message(fmt::format(
         "the id range for root's dispatches ({}, uids {}+{}) is not mapped in this user "
         "namespace; set {} to a mapped block, or give --run-as",
         options->range.source, options->range.first_uid, options->range.count, kIdRangeEnv));
   }
-  auto lease = IdLease::Acquire(*options, dispatch_id, hold_paths);
+  return std::optional<LeaseOptions>(std::move(*options));
+}
+
+}  // namespace
+
+base::Result<std::optional<std::string>> LeaseRangeShown(const runtime::HostFacts& host) {
+  auto options = MappedLeaseOptions(host);
+  if (!options) return options.error();
+  if (!*options) return std::optional<std::string>();
+  const LeaseIdRange& range = (*options)->range;
+  return std::optional<std::string>(fmt::format("uids {}-{} and gids {}-{} ({})", range.first_uid,
+                                                range.first_uid + range.count - 1, range.first_gid,
+                                                range.first_gid + range.count - 1, range.source));
+}
+
+base::Result<std::optional<DispatchIdentity>> LeaseDispatchIdentity(
+    const runtime::HostFacts& host, const std::string& dispatch_id,
+    const std::vector<std::string>& hold_paths) {
+  auto options = MappedLeaseOptions(host);
+  if (!options) return options.error();
+  if (!*options) return std::optional<DispatchIdentity>{};
+  auto lease = IdLease::Acquire(**options, dispatch_id, hold_paths);
   if (!lease) return lease.error();
   DispatchIdentity identity;
   identity.host = lease->ids();

@@ -41,4 +41,9 @@ base::Result<std::optional<DispatchIdentity>> LeaseDispatchIdentity(
     const runtime::HostFacts& host, const std::string& dispatch_id,
     const std::vector<std::string>& hold_paths);
 
+// What --dry-run says instead of leasing: the range LeaseDispatchIdentity would lease from
+// ("uids 100000-165535 and gids ... (SOURCE)"), by the same rules, taking nothing; nullopt
+// when it would run as the overflow ids.
+base::Result<std::optional<std::string>> LeaseRangeShown(const runtime::HostFacts& host);
+
 }  // namespace sbx::dispatch

@@ -25,9 +25,8 @@ base::Result<base::UniqueFd> OpenMade(const DispatchDirs& dirs, const char* name
 base::Status Pass(int fd, const std::string& shown, const OwnershipPassOptions& options) {
   auto passed = PassOwnership(fd, options);
   if (!passed) {
-    return base::Error(passed.error().err(),
-                       fmt::format("Can't hand {} from uid {} to uid {}: {}", shown,
-                                   options.from.uid, options.to.uid, passed.error().Render()));
+    return passed.error().WithContext(fmt::format("Can't hand {} from uid {} to uid {}", shown,
+                                                  options.from.uid, options.to.uid));
   }
   return {};
 }

@@ -121,12 +121,12 @@ base::Result<LeaseIdRange> ResolveIdRange(const char* env_value, const std::stri
   std::vector<SubordinateRange> gids;
   if (*uid_text) {
     auto parsed = ParseSubordinateRanges(**uid_text, kIdUser, user_uid);
-    if (!parsed) return base::Error::Message(subuid + ": " + parsed.error().Render());
+    if (!parsed) return parsed.error().WithContext(subuid);
     uids = std::move(*parsed);
   }
   if (*gid_text) {
     auto parsed = ParseSubordinateRanges(**gid_text, kIdUser, user_uid);
-    if (!parsed) return base::Error::Message(subgid + ": " + parsed.error().Render());
+    if (!parsed) return parsed.error().WithContext(subgid);
     gids = std::move(*parsed);
   }
   if (uids.empty() && gids.empty()) {

@@ -40,8 +40,7 @@ base::Result<relay::BrokerSecret> TakeSecret(std::string& value, const std::stri
   auto secret = relay::BrokerSecret::Make(value);
   ::explicit_bzero(value.data(), value.size());
   if (!secret) {
-    return base::Error::Message(
-        fmt::format("--broker-secret {}: {}", flag_value, secret.error().Render()));
+    return secret.error().WithContext("--broker-secret " + flag_value);
   }
   return secret;
 }
@@ -98,7 +97,7 @@ bool HasBrokerRoute(const std::vector<relay::Route>& routes) {
 
 base::Result<std::vector<relay::BrokerCredential>> LoadBrokerSecrets(
     const DispatchRequest& request, const std::vector<relay::Route>& routes,
-    const std::vector<std::string>& host_env) {
+    const std::vector<std::string>& host_env, bool root_caller) {
   std::vector<relay::BrokerCredential> credentials;
   for (const std::string& text : request.broker_secrets) {
     auto spec = ParseBrokerSecret(text);
@@ -122,7 +121,7 @@ base::Result<std::vector<relay::BrokerCredential>> LoadBrokerSecrets(
         return base::Error::Message(
             fmt::format("--broker-secret {}: give the file by an absolute path", text));
       }
-      auto content = ReadCredentialsFile(spec->source, text, ::geteuid() == 0, "--broker-secret");
+      auto content = ReadCredentialsFile(spec->source, text, root_caller, "--broker-secret");
       if (!content) return content.error();
       value = std::move(*content);
     } else {
@@ -142,21 +141,22 @@ base::Result<std::vector<relay::BrokerCredential>> LoadBrokerSecrets(
   return credentials;
 }
 
-base::Result<std::optional<std::string>> LoadBrokerCa(const DispatchRequest& request) {
+base::Result<std::optional<std::string>> LoadBrokerCa(const DispatchRequest& request,
+                                                      bool root_caller) {
   if (!request.broker_ca) return std::optional<std::string>();
   if (!request.broker_ca->starts_with('/')) {
     return base::Error::Message(
         fmt::format("--broker-ca {}: give the file by an absolute path", *request.broker_ca));
   }
   auto pem =
-      ReadCredentialsFile(*request.broker_ca, *request.broker_ca, ::geteuid() == 0, "--broker-ca");
+      ReadCredentialsFile(*request.broker_ca, *request.broker_ca, root_caller, "--broker-ca");
   if (!pem) return pem.error();
   return std::optional<std::string>(std::move(*pem));
 }
 
 base::Status AddBrokerOptions(const DispatchRequest& request,
                               const std::vector<relay::Route>& routes,
-                              const std::vector<std::string>& host_env,
+                              const std::vector<std::string>& host_env, bool root_caller,
                               relay::HostRelayOptions& options) {
   if (!HasBrokerRoute(routes)) {
     if (!request.broker_secrets.empty()) {
@@ -170,10 +170,10 @@ base::Status AddBrokerOptions(const DispatchRequest& request,
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
     return base::ErrnoError("prctl(PR_SET_DUMPABLE, 0) with a broker route");
   }
-  auto secrets = LoadBrokerSecrets(request, routes, host_env);
+  auto secrets = LoadBrokerSecrets(request, routes, host_env, root_caller);
   if (!secrets) return secrets.error();
   options.broker_secrets = std::move(*secrets);
-  auto ca = LoadBrokerCa(request);
+  auto ca = LoadBrokerCa(request, root_caller);
   if (!ca) return ca.error();
   options.broker_ca_pem = std::move(*ca);
   return {};

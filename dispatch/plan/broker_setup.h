@@ -39,20 +39,22 @@ base::Result<BrokerSecretSpec> ParseBrokerSecret(std::string_view text);
 inline constexpr char kBrokerPlaceholder[] = "ateam-brokered-no-real-key";
 
 // Checks every --broker-secret against `routes` and loads the secrets (files as the caller
-// reads them; variables from `host_env`).
+// reads them, with a root caller's stricter checks when `root_caller`; variables from
+// `host_env`).
 base::Result<std::vector<relay::BrokerCredential>> LoadBrokerSecrets(
     const DispatchRequest& request, const std::vector<relay::Route>& routes,
-    const std::vector<std::string>& host_env);
+    const std::vector<std::string>& host_env, bool root_caller);
 
 // The PEM text of --broker-ca, or nullopt without it.
-base::Result<std::optional<std::string>> LoadBrokerCa(const DispatchRequest& request);
+base::Result<std::optional<std::string>> LoadBrokerCa(const DispatchRequest& request,
+                                                      bool root_caller);
 
 // Fills the broker part of `options` (LoadBrokerSecrets, LoadBrokerCa); with any broker
 // route, first makes this process non-dumpable (PR_SET_DUMPABLE 0) for the rest of its
 // life: no core dump, no ptrace and no /proc/PID/mem of it by the caller's other processes.
 base::Status AddBrokerOptions(const DispatchRequest& request,
                               const std::vector<relay::Route>& routes,
-                              const std::vector<std::string>& host_env,
+                              const std::vector<std::string>& host_env, bool root_caller,
                               relay::HostRelayOptions& options);
 
 // While it lives, a process made non-dumpable for a broker route is dumpable again, and

@@ -7,14 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "contract/supervisor_contract.h"
 #include "runtime/bwrap_render.h"
 #include "runtime/plan_printer.h"
 #include "security/seccomp.h"
 
 namespace sbx::dispatch {
 namespace {
-
-constexpr std::string_view kTunnelDir = "/run/ateam-tunnel";
 
 // The mount's destination, for the op kinds that have one.
 std::string OpDest(const runtime::PlanOp& op) {
@@ -33,8 +32,25 @@ std::string OpDest(const runtime::PlanOp& op) {
 // starts) and the generated /etc/hosts, which comes from an fd of `run`.
 bool SupervisorOnly(const runtime::PlanOp& op) {
   std::string dest = OpDest(op);
-  if (dest == kTunnelDir || dest.starts_with(std::string(kTunnelDir) + "/")) return true;
+  const std::string tunnel = contract::kTunnelDir;
+  if (dest == tunnel || dest.starts_with(tunnel + "/")) return true;
   return std::holds_alternative<runtime::BindDataOp>(op) && dest == "/etc/hosts";
+}
+
+// The printed plan with the id maps' host side named LEASED_UID and LEASED_GID: the plan
+// was compiled with the ids the agent sees on both sides, as the lease is not taken yet.
+std::string ShowLeasedIds(std::string printed, const runtime::SandboxSpec::HostIds& inside) {
+  const auto swap = [&printed](const std::string& from, const std::string& to) {
+    for (size_t at = printed.find(from); at != std::string::npos; at = printed.find(from, at)) {
+      printed.replace(at, from.size(), to);
+      at += to.size();
+    }
+  };
+  swap(fmt::format("uid map: {} {} 1\n", inside.uid, inside.uid),
+       fmt::format("uid map: {} LEASED_UID 1\n", inside.uid));
+  swap(fmt::format("gid map: {} {} 1\n", inside.gid, inside.gid),
+       fmt::format("gid map: {} LEASED_GID 1\n", inside.gid));
+  return printed;
 }
 
 }  // namespace
@@ -62,7 +78,8 @@ runtime::Plan AgentViewPlan(const runtime::Plan& plan, const std::vector<std::st
 }
 
 std::string RunnableBwrapLine(const runtime::Plan& agent_plan, const std::string& bwrap_path,
-                              const std::optional<runtime::SandboxSpec::HostIds>& run_as) {
+                              const std::optional<runtime::SandboxSpec::HostIds>& run_as,
+                              bool leased) {
   // The generated files (/etc/resolv.conf, the credentials' copy) come from fds of `run`
   // that a shell running this line does not have: left out, as /etc/hosts is.
   runtime::Plan runnable = agent_plan;
@@ -73,6 +90,10 @@ std::string RunnableBwrapLine(const runtime::Plan& agent_plan, const std::string
   if (!run_as) return line;
   // bwrap cannot hand the sandbox to another host uid: root runs it as the sandbox's ids,
   // as the bwrap backend does.
+  if (leased) {
+    return fmt::format(
+        "setpriv --reuid=\"$LEASED_UID\" --regid=\"$LEASED_GID\" --clear-groups -- {}", line);
+  }
   return fmt::format("setpriv --reuid={} --regid={} --clear-groups -- {}", run_as->uid, run_as->gid,
                      line);
 }
@@ -83,12 +104,19 @@ void PrintDryRun(const DryRunFacts& f) {
   fmt::print("workspace: {} (read-write{})\n", f.result->workspace,
              request.repo ? fmt::format(", a fresh clone of {}", *request.repo) : "");
   fmt::print("out: {} (read-write)\n", f.result->out);
+  if (f.leased_from && f.run_as) {
+    fmt::print(
+        "host ids: a uid and gid leased for this dispatch alone from {} when it starts "
+        "(LEASED_UID, LEASED_GID below); inside, the agent is uid {}\n",
+        *f.leased_from, f.run_as->uid);
+  }
   fmt::print("workspace git metadata: .git/config and hooks read-only inside, checked after\n");
   const runtime::Plan agent = AgentViewPlan(*f.plan, request.command);
   fmt::print(
       "# the agent's sandbox (the supervisor, pid 1, sets up the network and drops "
       "every capability first)\n");
-  fmt::print("{}", runtime::PrintPlan(agent));
+  fmt::print("{}", f.leased_from && f.run_as ? ShowLeasedIds(runtime::PrintPlan(agent), *f.run_as)
+                                             : runtime::PrintPlan(agent));
   for (const std::string& entry : agent.env) fmt::print("env: {}\n", entry);
   for (const DispatchRoute& route : f.result->routes) {
     fmt::print("route: {}:{} {} at {} -> {}\n", route.host, route.port, route.kind,
@@ -111,7 +139,8 @@ void PrintDryRun(const DryRunFacts& f) {
       "# the same sandbox with bwrap alone: no tunnel (the routes are unreachable), no seccomp "
       "filter, no Landlock{}\n",
       f.workspace_exists ? "" : "; the workspace and out directories must exist first");
-  fmt::print("bwrap: {}\n", RunnableBwrapLine(agent, request.bwrap_path, f.run_as));
+  fmt::print("bwrap: {}\n",
+             RunnableBwrapLine(agent, request.bwrap_path, f.run_as, f.leased_from.has_value()));
 }
 
 }  // namespace sbx::dispatch

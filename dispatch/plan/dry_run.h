@@ -22,8 +22,11 @@ struct DryRunFacts {
   const security::LandlockRuleset* landlock = nullptr;
   const LimitsReport* limits = nullptr;
   std::optional<runtime::SandboxSpec::HostIds> run_as;  // a root caller's sandbox ids
-  std::vector<std::string> seccomp_groups;              // the relaxed groups
-  bool workspace_exists = false;  // false: a fresh clone or --out that a real run makes
+  // A root caller's dispatch leases its host ids when it starts (dispatch/identity/): the
+  // range they come from; `run_as` is then what the agent sees inside.
+  std::optional<std::string> leased_from;
+  std::vector<std::string> seccomp_groups;  // the relaxed groups
+  bool workspace_exists = false;            // false: a fresh clone or --out that a real run makes
 };
 
 // The agent's view of `plan`: its namespaces (the network one included, which the
@@ -34,9 +37,11 @@ runtime::Plan AgentViewPlan(const runtime::Plan& plan, const std::vector<std::st
 
 // A bwrap command line that runs the agent's sandbox as it can be expressed with bwrap
 // alone: no tunnel, seccomp or Landlock; a root caller's line runs bwrap as the sandbox's
-// ids through setpriv.
+// ids through setpriv ($LEASED_UID and $LEASED_GID with `leased`: a free pair of the range,
+// which the dry run cannot know without taking it).
 std::string RunnableBwrapLine(const runtime::Plan& agent_plan, const std::string& bwrap_path,
-                              const std::optional<runtime::SandboxSpec::HostIds>& run_as);
+                              const std::optional<runtime::SandboxSpec::HostIds>& run_as,
+                              bool leased = false);
 
 // Prints the whole dry run on stdout.
 void PrintDryRun(const DryRunFacts& facts);

@@ -38,20 +38,15 @@ base::Result<security::LandlockPolicy> DispatchLandlockPolicy(const DispatchRequ
   return policy;
 }
 
-std::vector<std::string> LandlockSupervisorArgs(const security::LandlockPolicy& policy) {
+void AddLandlockToSupervisorArgs(const security::LandlockPolicy& policy,
+                                 contract::SupervisorArgs* args) {
   std::vector<std::string> parts;
   if (policy.fs) parts.emplace_back("fs");
   if (policy.net) parts.emplace_back("net");
   if (policy.scope) parts.emplace_back("scope");
-  if (parts.empty()) return {};
-  std::vector<std::string> args = {"--landlock", fmt::format("{}", fmt::join(parts, ","))};
-  if (policy.fs) {
-    for (const std::string& path : policy.writable) {
-      args.emplace_back("--landlock-write");
-      args.push_back(path);
-    }
-  }
-  return args;
+  if (parts.empty()) return;
+  args->landlock = fmt::format("{}", fmt::join(parts, ","));
+  if (policy.fs) args->landlock_write = policy.writable;
 }
 
 }  // namespace sbx::dispatch

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "contract/supervisor_contract.h"
 #include "dispatch/request/request.h"
 #include "security/landlock.h"
 
@@ -23,8 +24,9 @@ base::Result<security::LandlockPolicy> DispatchLandlockPolicy(const DispatchRequ
                                                               const std::string& workspace,
                                                               const std::string& out);
 
-// `--landlock fs,net,scope --landlock-write PATH ...` for the supervisor; nothing when
-// every part is relaxed.
-std::vector<std::string> LandlockSupervisorArgs(const security::LandlockPolicy& policy);
+// The supervisor's `--landlock fs,net,scope --landlock-write PATH ...` into `args`;
+// nothing when every part is relaxed.
+void AddLandlockToSupervisorArgs(const security::LandlockPolicy& policy,
+                                 contract::SupervisorArgs* args);
 
 }  // namespace sbx::dispatch

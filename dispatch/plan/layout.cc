@@ -111,17 +111,16 @@ void AddHome(runtime::SandboxSpec& spec, const DispatchRequest& request,
 void AddTunnel(runtime::SandboxSpec& spec, const DispatchHostPaths& paths) {
   spec.ops.emplace_back(runtime::TmpfsOp{.dest = kTunnelDir, .perms = 0755});
   spec.ops.emplace_back(runtime::BindOp{.source = paths.supervisor_binary,
-                                        .dest = fmt::format("{}/supervisor", kTunnelDir),
+                                        .dest = contract::SupervisorBinaryInside(),
                                         .read_only = true});
   for (size_t i = 0; i < paths.route_sockets.size(); ++i) {
     spec.ops.emplace_back(runtime::BindOp{.source = paths.route_sockets[i],
-                                          .dest = fmt::format("{}/route-{}.sock", kTunnelDir, i),
+                                          .dest = contract::RouteSocketInside(i),
                                           .read_only = true});
   }
   if (!paths.tty_socket.empty()) {
-    spec.ops.emplace_back(runtime::BindOp{.source = paths.tty_socket,
-                                          .dest = fmt::format("{}/{}", kTunnelDir, kTtySocketName),
-                                          .read_only = true});
+    spec.ops.emplace_back(runtime::BindOp{
+        .source = paths.tty_socket, .dest = contract::TtySocketInside(), .read_only = true});
   }
   spec.ops.emplace_back(runtime::BindDataOp{
       .fd = paths.hosts_fd, .dest = "/etc/hosts", .read_only = true, .perms = 0644});
@@ -134,23 +133,16 @@ void AddTunnel(runtime::SandboxSpec& spec, const DispatchHostPaths& paths) {
 
 std::vector<std::string> SupervisorCommand(const DispatchRequest& request,
                                            const DispatchHostPaths& paths) {
-  std::vector<std::string> argv = {fmt::format("{}/supervisor", kTunnelDir), "supervise"};
+  contract::SupervisorArgs args = paths.supervisor_args;
   for (size_t i = 0; i < paths.route_listen.size(); ++i) {
-    argv.emplace_back("--route");
-    argv.push_back(fmt::format("{}={}/route-{}.sock", paths.route_listen[i], kTunnelDir, i));
+    args.routes.push_back({paths.route_listen[i], contract::RouteSocketInside(i)});
   }
-  argv.insert(argv.end(), paths.landlock_args.begin(), paths.landlock_args.end());
   if (!paths.tty_socket.empty()) {
-    argv.emplace_back("--tty");
-    argv.push_back(fmt::format("{}/{}", kTunnelDir, kTtySocketName));
-    if (!paths.tty_size.empty()) {
-      argv.emplace_back("--tty-size");
-      argv.push_back(paths.tty_size);
-    }
+    args.tty = contract::TtySocketInside();
+    if (!paths.tty_size.empty()) args.tty_size = paths.tty_size;
   }
-  argv.emplace_back("--");
-  argv.insert(argv.end(), request.command.begin(), request.command.end());
-  return argv;
+  args.command = request.command;
+  return contract::SupervisorCommand(args);
 }
 
 }  // namespace

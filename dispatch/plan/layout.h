@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "base/error.h"
+#include "contract/supervisor_contract.h"
 #include "dispatch/request/request.h"
 #include "runtime/spec.h"
 
 namespace sbx::dispatch {
 
 inline constexpr const char* kSandboxHome = "/home/ateam-sandbox";
-inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
+using contract::kTunnelDir;  // the tunnel's layout inside: contract/supervisor_contract.h
 // The commit identity git gets inside (GIT_AUTHOR_*, GIT_COMMITTER_*) unless --setenv
 // gives another.
 inline constexpr const char* kAgentGitName = "ateam agent";
@@ -24,7 +25,7 @@ inline constexpr const char* kAgentGitEmail = "agent@ateam-sandbox.invalid";
 inline constexpr const char* kShmDir = "/dev/shm";  // its own tmpfs, sized apart from /dev
 // The socket the agent's terminal is handed over on (--tty), in the state directory and in
 // kTunnelDir.
-inline constexpr const char* kTtySocketName = "tty.sock";
+using contract::kTtySocketName;
 
 // Everything resolved on the host before the layout is built.
 struct DispatchHostPaths {
@@ -38,7 +39,9 @@ struct DispatchHostPaths {
   std::vector<std::string> host_env;       // the caller's environment (NAME=VALUE)
   std::vector<uint8_t> seccomp_program;    // the compiled default policy
   std::string agent_bin_dir;               // where the agent was found, outside /usr ("" otherwise)
-  std::vector<std::string> landlock_args;  // the supervisor's --landlock options (landlock_plan.h)
+  // The supervisor's --landlock options (landlock_plan.h); the layout adds the routes, the
+  // terminal and the command.
+  contract::SupervisorArgs supervisor_args;
   std::string sandbox_user = "ateam-sandbox";  // the agent's uid's name (USER, LOGNAME)
   std::string tty_socket = {};  // host path of the tty handover socket ("" without --tty)
   std::string tty_size = {};    // "ROWSxCOLS" for the agent's terminal ("" unknown)

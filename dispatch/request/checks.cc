@@ -71,7 +71,7 @@ CredentialsSpec SplitCredentials(const std::string& value, const AgentProfile& p
   return spec;
 }
 
-base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd,
+base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd, bool root_caller,
                                std::string* credentials_content) {
   if (auto st = CheckBindPaths(request.ro_paths, "--ro", cwd); !st) return st;
   if (auto st = CheckBindPaths(request.rw_paths, "--rw", cwd); !st) return st;
@@ -93,7 +93,7 @@ base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd,
   // Read once, here, before anything is created: the sandbox's copy is made of this
   // content (dispatch/host/sandbox_files.h).
   std::string source = Normalize(creds.source, cwd);
-  auto content = ReadCredentialsFile(source, creds.source, ::geteuid() == 0);
+  auto content = ReadCredentialsFile(source, creds.source, root_caller);
   if (!content) return content.error();
   if (credentials_content != nullptr) *credentials_content = std::move(*content);
   request.credentials = source + ":" + creds.dest;

@@ -13,7 +13,7 @@ namespace sbx::dispatch {
 
 // The --credentials file is read here, once: its content goes to `credentials_content`
 // when given.
-base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd,
+base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd, bool root_caller,
                                std::string* credentials_content = nullptr);
 
 // The host files the sandbox's generated ones are mounted over (the host's /etc is bound

@@ -1,6 +1,5 @@
 #include "dispatch/sys/run_as_child.h"
 
-#include <grp.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,45 +7,54 @@
 #include <cerrno>
 #include <csignal>
 
+#include <fmt/format.h>
+
+#include "base/child_process.h"
+
 namespace sbx::dispatch {
 
 int SwitchToIds(const runtime::SandboxSpec::HostIds& ids) {
-  // Groups first: after setresuid we could no longer drop root's supplementary groups.
-  if (::setgroups(0, nullptr) != 0) return errno;
-  if (::setresgid(ids.gid, ids.gid, ids.gid) != 0) return errno;
-  if (::setresuid(ids.uid, ids.uid, ids.uid) != 0) return errno;
-  // From uid 0 to non-zero without keep-caps the kernel clears permitted, effective and
-  // ambient; check rather than trust it, and make sure no exec can add any back.
-  uid_t r = 0;
-  uid_t e = 0;
-  uid_t s = 0;
-  if (::getresuid(&r, &e, &s) != 0 || r != ids.uid || e != ids.uid || s != ids.uid) return EPERM;
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
-  return 0;
+  if (int err = base::SwitchToIds(ids.uid, ids.gid); err != 0) return err;
+  // The switch cleared every capability set; make sure no exec can add any back.
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? 0 : errno;
 }
 
 base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
                                const std::function<int()>& body,
                                const std::function<void(pid_t)>& while_running) {
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
+  // The switch's failure comes back on the report; the report's end is closed before the
+  // body runs, so reading it returns as soon as the child is its new ids.
+  auto report = base::ChildReport::Open();
+  if (!report) return report.error();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
   if (pid < 0) return base::ErrnoError("Can't fork");
   if (pid == 0) {
+    report->CloseReadEnd();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(kChildCantSwitchIds);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (ids && SwitchToIds(*ids) != 0) ::_exit(kChildCantSwitchIds);
+    if (ids) {
+      if (int err = SwitchToIds(*ids); err != 0) report->Fail(0, err, kChildCantSwitchIds);
+    }
     // A change of credentials clears the parent-death signal: set it again, as the new ids.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(kChildCantSwitchIds);
+    report->CloseWriteEnd();
     ::_exit(body());
   }
-  if (while_running) while_running(pid);
+  report->CloseWriteEnd();
+  auto failure = report->Read();
+  if (failure && !*failure && while_running) while_running(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return base::ErrnoError("waitpid");
+  }
+  if (!failure) return failure.error();
+  if (*failure) {
+    return base::Error((*failure)->err, "Can't switch to", fmt::format("uid {}", ids->uid));
   }
   return status;
 }

@@ -13,20 +13,23 @@
 
 namespace sbx::dispatch {
 
-// The child's exit status when it could not become `ids` (never reached otherwise).
+// The child's exit status when it could not become `ids` (RunInChildAs then returns the
+// switch's error instead) or its parent went away meanwhile.
 inline constexpr int kChildCantSwitchIds = 120;
 
 // Forks. The child dies with us (PDEATHSIG), restores the default signal mask, and with
 // `ids` set drops supplementary groups, then setresgid and setresuid to them (which clears
 // every capability set: no SECBIT_KEEP_CAPS), then sets no_new_privs; then it runs `body`
 // and _exits with what it returns (`body` may exec instead). `while_running`, when given,
-// runs in the parent with the child's pid before it waits (to drain a pipe the child
-// writes, or to stop it). Returns the wait status.
+// runs in the parent with the child's pid, once the child is `ids`, before it waits (to
+// drain a pipe the child writes, or to stop it). Returns the wait status, or the switch's
+// error with its errno.
 base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
                                const std::function<int()>& body,
                                const std::function<void(pid_t)>& while_running = {});
 
-// In the child: the switch itself (exposed for tests). 0 or an errno.
+// In the child: the switch itself (base::SwitchToIds, then no_new_privs; exposed for
+// tests). 0 or an errno.
 int SwitchToIds(const runtime::SandboxSpec::HostIds& ids);
 
 }  // namespace sbx::dispatch

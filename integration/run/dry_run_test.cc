@@ -96,5 +96,30 @@ TEST_F(RunDryRunTest, TracedDryRunStartsAndCreatesNothing) {
   EXPECT_TRUE(DirectoryEntries(runtime_dir_).empty());
 }
 
+// A root caller's dispatch leases its host ids when it starts: the dry run says from which
+// range, names them LEASED_UID and LEASED_GID, and shows no host side of 65534 (the agent
+// keeps that uid inside only). No lease is taken: the lease directory gains no file.
+TEST_F(RunDryRunTest, ARootCallersDryRunShowsTheLeaseRangeNotTheOverflowIds) {
+  if (!IsRoot()) GTEST_SKIP() << "leased host ids are a root caller's: needs root";
+  const std::string leases = "/var/lib/ateam-sandbox/leases";
+  const std::vector<std::string> before = DirectoryEntries(leases);
+  RunResult res = RunAteam(Options(), {"true"}, Env());
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  if (res.out.find("host ids: a uid and gid leased") == std::string::npos) {
+    // A user namespace that does not map the built-in block runs every dispatch as its
+    // overflow ids: then that is what the dry run shows.
+    EXPECT_NE(res.out.find("uid map: 65534 65534 1"), std::string::npos) << res.out;
+    GTEST_SKIP() << "this user namespace does not map the lease range: no lease to show";
+  }
+  EXPECT_NE(res.out.find("uid map: 65534 LEASED_UID 1"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("gid map: 65534 LEASED_GID 1"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("setpriv --reuid=\"$LEASED_UID\" --regid=\"$LEASED_GID\""),
+            std::string::npos)
+      << res.out;
+  EXPECT_EQ(res.out.find("uid map: 65534 65534"), std::string::npos) << res.out;
+  EXPECT_EQ(res.out.find("--reuid=65534"), std::string::npos) << res.out;
+  EXPECT_EQ(DirectoryEntries(leases), before) << "the dry run took a lease";
+}
+
 }  // namespace
 }  // namespace sbx::integration::run

@@ -82,16 +82,11 @@ StepResult TakeLockFiles(const Plan& plan) {
 }  // namespace
 
 void Fail(const ChildLaunch& launch, uint32_t step, StepResult r) noexcept {
-  SetupFailure failure{step, static_cast<uint32_t>(r.stage), r.err, r.detail};
-  size_t text_len = 0;
-  if (r.stage == Stage::kSymlinkExists) {
-    text_len = std::strlen(launch.failure_text);
-    failure.detail = static_cast<uint32_t>(text_len);
-  }
-  // The header and the optional raw text; the parent reads both.
-  (void)!::write(launch.report_fd, &failure, sizeof(failure));
-  if (text_len > 0) (void)!::write(launch.report_fd, launch.failure_text, text_len);
-  ::_exit(1);
+  const SetupFailure failure{step, static_cast<uint32_t>(r.stage), r.err, r.detail};
+  // The raw text (a symlink's differing target) follows the record; the parent reads both.
+  const bool with_text = r.stage == Stage::kSymlinkExists;
+  launch.report->Fail(failure, with_text ? launch.failure_text : nullptr,
+                      with_text ? std::strlen(launch.failure_text) : 0);
 }
 
 StepResult ConfigureLoopback() noexcept {
@@ -212,7 +207,7 @@ void RunCommandPhases(const ChildLaunch& launch) noexcept {
     pid_t pid = SpawnCommand(launch, programs);
     if (pid < 0) Fail(launch, static_cast<uint32_t>(Phase::kForkReaper), {errno, Stage::kNone});
     // pid 1 keeps --sync-fd open for the sandbox's lifetime; it needs no report pipe.
-    ::close(launch.report_fd);
+    launch.report->CloseWriteEnd();
     (void)security::LoadSeccompPrograms(programs);
     ReaperMain(plan, pid, launch.status_fd);
   }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "base/child_process.h"
+
 namespace sbx::runtime {
 
 // Steps that are not an op of Plan::ops. Op steps are their index in Plan::ops.
@@ -95,14 +97,9 @@ enum class Stage : uint32_t {
   kOpenLockFile,  // --lock-file: opening it ("Unable to open lock file"); kLock: locking it
 };
 
-struct SetupFailure {
-  uint32_t step = 0;  // op index or a Phase value
-  uint32_t stage = 0;
-  int32_t err = 0;
-  uint32_t detail = 0;  // extra index (e.g. which /dev node); 0 when unused
-};
-static_assert(std::is_trivially_copyable_v<SetupFailure>);
-static_assert(sizeof(SetupFailure) == 16);
+// The child's report is the one every child writes (base/child_process.h): step is an op
+// index or a Phase value, stage a Stage, detail an extra index (e.g. which /dev node).
+using SetupFailure = base::ChildFailure;
 
 // What a child-side step returns: errno 0 means success.
 struct StepResult {

@@ -1,6 +1,5 @@
 // Id maps, the nested user namespace and the joined namespaces, for the child after clone.
 #include <fcntl.h>
-#include <grp.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/child_process.h"
 #include "base/socket_message.h"
 #include "base/unique_fd.h"
 #include "runtime/child/child_steps.h"
@@ -117,10 +117,7 @@ StepResult EnterSecondUserNamespace(const Plan& plan, int proc_fd) noexcept {
 }
 
 int SwitchToSandboxIds(const Plan& plan) noexcept {
-  if (::setgroups(0, nullptr) != 0) return errno;
-  if (::setresgid(plan.sandbox_gid, plan.sandbox_gid, plan.sandbox_gid) != 0) return errno;
-  if (::setresuid(plan.sandbox_uid, plan.sandbox_uid, plan.sandbox_uid) != 0) return errno;
-  return 0;
+  return base::SwitchToIds(plan.sandbox_uid, plan.sandbox_gid);
 }
 
 }  // namespace sbx::runtime::child

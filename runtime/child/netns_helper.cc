@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "base/child_process.h"
 #include "base/socket_message.h"
 #include "base/syscalls.h"
 #include "runtime/child/child_steps.h"
@@ -76,10 +77,7 @@ namespace child {
 pid_t StartNetnsHelper(int helper_end, int proc_fd, bool new_pid_namespace) noexcept {
   // A plain fork: the helper unshares a namespace of its own and uses libnl, neither of
   // which may share this process's memory. It is reaped in ReapNetnsHelper.
-  base::Clone3Args args;
-  args.exit_signal = SIGCHLD;
-  pid_t pid = base::Clone3(&args);
-  if (pid < 0 && errno == ENOSYS) pid = static_cast<pid_t>(::fork());
+  const pid_t pid = base::CloneProcess(0, nullptr);
   if (pid == 0) HelperMain(helper_end, proc_fd, new_pid_namespace);
   return pid;
 }

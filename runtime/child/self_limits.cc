@@ -1,12 +1,11 @@
 // The limits a `run` sandbox puts on itself (SelfLimits), for the child after clone.
 #include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "base/child_process.h"
 #include "base/unique_fd.h"
 #include "runtime/child/child_steps.h"
 #include "runtime/child/mount_api.h"
@@ -27,16 +26,6 @@ int WriteSysctl(int sys_fd, const SysctlSetting& setting) {
   return ::write(fd.get(), text, len) == static_cast<ssize_t>(len) ? 0 : errno;
 }
 
-// Lowers both limits to at most the ceiling; a caller's lower limit stays as it is.
-int LowerRlimit(const RlimitCeiling& ceiling) {
-  const auto resource = static_cast<__rlimit_resource>(ceiling.resource);
-  rlimit current{};
-  if (::getrlimit(resource, &current) != 0) return errno;
-  rlimit lowered{std::min<rlim_t>(current.rlim_cur, ceiling.value),
-                 std::min<rlim_t>(current.rlim_max, ceiling.value)};
-  return ::setrlimit(resource, &lowered) == 0 ? 0 : errno;
-}
-
 }  // namespace
 
 StepResult ApplySelfLimits(const SelfLimits& limits, int proc_fd) noexcept {
@@ -50,7 +39,7 @@ StepResult ApplySelfLimits(const SelfLimits& limits, int proc_fd) noexcept {
     }
   }
   for (size_t i = 0; i < limits.rlimits.size(); ++i) {
-    if (int err = LowerRlimit(limits.rlimits[i])) {
+    if (int err = base::LowerRlimit(limits.rlimits[i].resource, limits.rlimits[i].value)) {
       return {err, Stage::kNone, static_cast<uint32_t>(limits.sysctls.size() + i)};
     }
   }

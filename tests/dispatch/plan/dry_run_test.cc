@@ -70,5 +70,14 @@ TEST(DryRunTest, ARootCallersLineRunsBwrapAsTheSandboxIds) {
       << line;
 }
 
+TEST(DryRunTest, ALeasedDispatchsLineNamesTheLeasedIds) {
+  runtime::Plan agent = AgentViewPlan(SupervisorPlan(), {"true"});
+  std::string line = RunnableBwrapLine(
+      agent, "bwrap", runtime::SandboxSpec::HostIds{.uid = 65534, .gid = 65534}, /*leased=*/true);
+  EXPECT_TRUE(line.starts_with(
+      R"(setpriv --reuid="$LEASED_UID" --regid="$LEASED_GID" --clear-groups -- bwrap )"))
+      << line;
+}
+
 }  // namespace
 }  // namespace sbx::dispatch

@@ -12,7 +12,7 @@ namespace sbx::dispatch {
 namespace {
 
 std::string Refusal(DispatchRequest request, const std::string& cwd = "/") {
-  auto st = CheckRequestPaths(request, cwd);
+  auto st = CheckRequestPaths(request, cwd, ::geteuid() == 0);
   EXPECT_FALSE(st);
   if (st) return "";
   std::string message = st.error().Render();
@@ -24,7 +24,7 @@ TEST(RequestChecksTest, RelativeBindsAreResolvedAgainstTheCwd) {
   DispatchRequest request;
   request.ro_paths = {"bin", "./lib/../share"};
   request.rw_paths = {"/var/tmp/"};
-  ASSERT_TRUE(CheckRequestPaths(request, "/usr"));
+  ASSERT_TRUE(CheckRequestPaths(request, "/usr", ::geteuid() == 0));
   EXPECT_EQ(request.ro_paths, (std::vector<std::string>{"/usr/bin", "/usr/share"}));
   EXPECT_EQ(request.rw_paths, (std::vector<std::string>{"/var/tmp"}));
 }
@@ -55,7 +55,7 @@ TEST(RequestChecksTest, CredentialsDestinationStaysInsideTheHome) {
   }
   DispatchRequest ok;
   ok.credentials = file + ":.config/tool/token";
-  ASSERT_TRUE(CheckRequestPaths(ok, "/"));
+  ASSERT_TRUE(CheckRequestPaths(ok, "/", ::geteuid() == 0));
   EXPECT_EQ(*ok.credentials, file + ":.config/tool/token");
 }
 
@@ -66,7 +66,7 @@ TEST(RequestChecksTest, CredentialsNeedADestinationAndAReadableFile) {
   request.credentials = file;
   EXPECT_NE(Refusal(request).find("no --agent preset names a destination"), std::string::npos);
   request.agent = AgentPreset::kClaude;
-  ASSERT_TRUE(CheckRequestPaths(request, "/"));
+  ASSERT_TRUE(CheckRequestPaths(request, "/", ::geteuid() == 0));
   EXPECT_EQ(*request.credentials, file + ":.claude/.credentials.json");
   DispatchRequest missing;
   missing.agent = AgentPreset::kClaude;
