@@ -3,7 +3,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -35,6 +38,28 @@ bool SupervisorOnly(const runtime::PlanOp& op) {
   std::string dest = OpDest(op);
   if (dest == kTunnelDir || dest.starts_with(std::string(kTunnelDir) + "/")) return true;
   return std::holds_alternative<runtime::BindDataOp>(op) && dest == "/etc/hosts";
+}
+
+// Names whose values are secrets: the presets' API key variables and whatever --env or
+// --setenv names like one (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*,
+// case-insensitive).
+bool LooksSecret(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
+    if (upper.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The dry run prints no secret: such a variable's value is shown as *** (its length kept
+// out too), in the env lines and in the bwrap line alike.
+void MaskSecretValues(std::vector<std::string>* env) {
+  for (std::string& entry : *env) {
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq + 1 == entry.size()) continue;
+    if (LooksSecret(std::string_view(entry).substr(0, eq))) entry = entry.substr(0, eq + 1) + "***";
+  }
 }
 
 }  // namespace
@@ -84,7 +109,8 @@ void PrintDryRun(const DryRunFacts& f) {
              request.repo ? fmt::format(", a fresh clone of {}", *request.repo) : "");
   fmt::print("out: {} (read-write)\n", f.result->out);
   fmt::print("workspace git metadata: .git/config and hooks read-only inside, checked after\n");
-  const runtime::Plan agent = AgentViewPlan(*f.plan, request.command);
+  runtime::Plan agent = AgentViewPlan(*f.plan, request.command);
+  MaskSecretValues(&agent.env);
   fmt::print(
       "# the agent's sandbox (the supervisor, pid 1, sets up the network and drops "
       "every capability first)\n");
