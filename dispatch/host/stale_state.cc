@@ -53,7 +53,7 @@ void SweepBase(const std::string& base, bool dry_run, StaleStateReport* report) 
     }
     // Held by a dispatch or its janitor: in use.
     if (::flock(dir->get(), LOCK_EX | LOCK_NB) != 0) continue;
-    const std::string path = base + "/" + name;
+    const std::string path = fmt::format("{}/{}", base, name);
     if (!dry_run) {
       if (auto removed = RemoveTreeAt(base_fd.get(), name); !removed) {
         report->failed.push_back(fmt::format("{}: {}", path, removed.error().Render()));
