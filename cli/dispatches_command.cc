@@ -9,8 +9,10 @@
 
 #include "base/json.h"
 #include "cli/parse_options.h"
+#include "dispatch/host/stale_state.h"
 #include "dispatch/record/list.h"
 #include "dispatch/request/human_units.h"
+#include "dispatch/sys/caller_stderr.h"
 
 namespace sbx::cli {
 namespace {
@@ -18,7 +20,7 @@ namespace {
 constexpr int kFailureExit = 125;
 
 int Fail(const char* command, const std::string& message) {
-  fmt::print(stderr, "ateam-sandbox {}: {}\n", command, message);
+  fmt::print(stderr, "ateam-sandbox {}: {}\n", command, dispatch::EscapeForTerminal(message));
   return kFailureExit;
 }
 
@@ -29,9 +31,16 @@ std::optional<int> Parse(CLI::App& app, const char* command, std::span<const std
                       [command](const std::string& message) { return Fail(command, message); });
 }
 
+// A record that still says "running" with nobody holding the lock: its run was killed
+// (SIGKILL, the host went down) before it could say how the dispatch ended.
+bool Lost(const dispatch::DispatchEntry& e) {
+  return !e.running && e.record && e.record->reason == "running";
+}
+
 // The EXIT and REASON columns: the record's, or what is known without one.
 std::pair<std::string, std::string> ExitAndReason(const dispatch::DispatchEntry& e) {
   if (e.running) return {"-", "running"};
+  if (Lost(e)) return {"-", "lost"};
   if (!e.record) return {"-", "no status"};
   return {e.record->exit_code ? std::to_string(*e.record->exit_code) : "-", e.record->reason};
 }
@@ -40,7 +49,7 @@ std::string EntryJson(const dispatch::DispatchEntry& e) {
   using base::JsonQuote;
   auto quoted_or_null = [](const std::string& s) { return s.empty() ? "null" : JsonQuote(s); };
   const auto& rec = e.record;
-  std::string state = e.running ? "running" : rec ? "finished" : "no-status";
+  std::string state = e.running ? "running" : Lost(e) ? "lost" : rec ? "finished" : "no-status";
   return fmt::format(
       R"({{"id": {}, "path": {}, "age_seconds": {}, "size_bytes": {}, "state": {}, )"
       R"("exit_code": {}, "reason": {}, "error": {}, "started_at": {}}})",
@@ -122,7 +131,8 @@ int RunGcCommand(std::span<const std::string> args) {
     if (!dry_run) {
       auto done = dispatch::RemoveFinishedDispatch(*root, e);
       if (!done) {
-        fmt::print(stderr, "ateam-sandbox gc: {}\n", done.error().Render());
+        fmt::print(stderr, "ateam-sandbox gc: {}\n",
+                   dispatch::EscapeForTerminal(done.error().Render()));
         failed = true;
         continue;
       }
@@ -138,6 +148,16 @@ int RunGcCommand(std::span<const std::string> args) {
   }
   fmt::print("{} {} in {} dispatch{}\n", dry_run ? "would free" : "freed",
              dispatch::FormatSize(freed), removed, removed == 1 ? "" : "es");
+  // Then what no dispatch owns any more: state directories a lost janitor left.
+  auto stale = dispatch::RemoveStaleState(dry_run);
+  for (const auto& path : stale.removed) {
+    fmt::print("{} stale state {}\n", dry_run ? "would remove" : "removed",
+               dispatch::EscapeForTerminal(path));
+  }
+  for (const auto& line : stale.failed) {
+    fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
+    failed = true;
+  }
   return failed ? kFailureExit : 0;
 }
 

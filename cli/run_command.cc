@@ -68,6 +68,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--patch", r.patch, "afterwards, write the agent's work here as one patch");
   app.add_flag("--rm", r.rm,
                "remove the dispatch directory at the end (a given --out or --workspace stays)");
+  app.add_flag("--die-with-parent", r.die_with_parent,
+               "stop (as on SIGTERM) when the caller dies; by default run outlives its caller");
+  app.add_option("--id-file", r.id_file,
+                 "write the dispatch id here once its directory and record exist");
   app.add_option("--tmpfs-size", r.tmpfs_size, "SIZE of the home and of /tmp, each (default 2g)");
   app.add_option("--memory", r.memory, "SIZE of memory for the whole sandbox (default 8g)");
   app.add_option("--pids", r.pids, "at most N processes and threads (default 4096)")

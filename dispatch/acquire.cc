@@ -1,5 +1,6 @@
 #include "dispatch/acquire.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -40,6 +41,14 @@ void MakeCgroup(const ResolvedRequest& r, const std::string& id, HostResources* 
 }  // namespace
 
 base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string& id) {
+  // The relays hold two descriptors per connection, up to each route's cap: the caller's
+  // soft open-files limit (often 1024) would let two busy routes starve a third. The soft
+  // limit goes up to the hard one; the sandbox still lowers its own to at most kOpenFiles.
+  if (rlimit nofile{};
+      ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   // A root caller's state directory is its own, under /run (root's, so nobody can block
   // or prepare the name), 0711: the sandbox's uid reaches the sockets in it, whose owner
   // and mode (set through the directory's fd) decide who may connect.

@@ -100,14 +100,13 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
 }
 
 // After the sandbox: an agent the OOM killer ended in the dispatch's cgroup is reported as
-// such; the cgroup goes.
-void RecordOomAndRemove(DispatchCgroup* cgroup, uint64_t memory, DispatchResult* result) {
-  if (result->exit_code == base::kSignalExitBase + SIGKILL && cgroup->OomKills() > 0) {
+// such. The cgroup stays for the harvest.
+void RecordOom(const DispatchCgroup& cgroup, uint64_t memory, DispatchResult* result) {
+  if (result->exit_code == base::kSignalExitBase + SIGKILL && cgroup.OomKills() > 0) {
     result->reason = DispatchReason::kOom;
     result->error = fmt::format(
         "out of memory: the sandbox reached --memory {} bytes and the kernel killed it", memory);
   }
-  cgroup->Remove();
 }
 
 // Removes the dispatch directory this run made unless told to keep it: a run that fails
@@ -135,9 +134,19 @@ class MadeDirCleanup {
 // A --patch that could not be written fails the run: reason `harvest-failed`, exit 125,
 // unless the dispatch already ended otherwise (a timeout, an interrupt, the OOM killer),
 // whose reason and nonzero code stay; `patch_error` says why either way.
-void RecordHarvestFailure(const std::string& why, DispatchResult* result) {
+// A harvest the deadline (SIGALRM) or a stop signal ended makes the dispatch `timeout` or
+// `interrupted`, as the same during the agent would have.
+void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult* result) {
   result->patch_error = why;
-  if (result->reason == DispatchReason::kExited || result->exit_code == 0) {
+  if (result->reason != DispatchReason::kExited && result->exit_code != 0) return;
+  if (stopped_by == SIGALRM) {
+    result->reason = DispatchReason::kTimeout;
+    result->exit_code = kTimeoutExit;
+  } else if (stopped_by != 0) {
+    result->reason = DispatchReason::kInterrupted;
+    result->stop_signal = stopped_by;
+    result->exit_code = base::kSignalExitBase + stopped_by;
+  } else {
     result->reason = DispatchReason::kHarvestFailed;
     result->exit_code = kRuntimeFailureExit;
   }
@@ -157,8 +166,52 @@ base::Status LeaseIdentity(ResolvedRequest* r, const std::string& id,
   return {};
 }
 
-// The stop signal that came before the agent could start: nothing is started then.
+// The commit the agent starts from (the fresh clone's HEAD, or the given workspace's, read
+// by the harvest sandbox under the stop signals: `*stopped` is one that stopped it). Needed
+// only with --patch.
+base::Status RecordBaseCommit(const ResolvedRequest& r, const GitGuard& guard,
+                              const std::string& workspace, int stop_fd, int* stopped,
+                              DispatchResult* result) {
+  HarvestBounds read{.stop_fd = stop_fd};
+  auto base_commit = guard.clone_head() ? base::Result<std::string>(*guard.clone_head())
+                                        : ReadBaseCommit(workspace, r.run_as, &read);
+  *stopped = read.stopped_by;
+  if (*stopped != 0) return {};
+  if (!base_commit && r.request.patch) return base_commit.error();
+  if (base_commit) result->base_commit = *base_commit;
+  return {};
+}
+
+// --id-file, checked before anything is made; nullopt without one.
+base::Result<std::optional<base::OutputFile>> PrepareIdFile(const DispatchRequest& request) {
+  if (!request.id_file) return std::optional<base::OutputFile>();
+  auto prepared = base::OutputFile::Prepare("--id-file", *request.id_file);
+  if (!prepared) return prepared.error();
+  return std::optional<base::OutputFile>(std::move(*prepared));
+}
+
+// Once the stop signals are taken as events: one deadline for every step from here (the
+// clone, the sandbox, the harvest), and --die-with-parent's stop when `parent` goes.
+base::Status ArmDeadlineAndParent(const DispatchRequest& request, pid_t parent,
+                                  Clock::time_point start) {
+  if (request.timeout_seconds) {
+    if (auto st = ArmDispatchDeadline(*request.timeout_seconds, MsSince(start) / 1000); !st) {
+      return st;
+    }
+  }
+  if (request.die_with_parent) return StopWhenParentDies(parent);
+  return {};
+}
+
+// The stop signal (or the deadline, SIGALRM) that came before the agent could start:
+// nothing is started then.
 base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
+  if (sig == SIGALRM) {
+    result->reason = DispatchReason::kTimeout;
+    result->exit_code = kTimeoutExit;
+    result->error = "--timeout expired before the agent started: nothing ran";
+    return {};
+  }
   result->stop_signal = sig;
   result->signal = sig;
   result->reason = DispatchReason::kInterrupted;
@@ -196,20 +249,24 @@ base::Result<std::unique_ptr<runtime::SandboxProcess>> Launch(const DispatchRequ
   return sandbox;
 }
 
-// Finish: the sandbox reaped and its end recorded, the cgroup gone, then what the agent
-// left in the git metadata undone before the harvest reads the workspace.
-// The harvest reads `workspace` into `patch_file`, when there is one.
+// Finish: the sandbox reaped and its end recorded, then what the agent left in the git
+// metadata undone before the harvest reads the workspace, then the cgroup gone.
+// The harvest reads `workspace` into `patch_file`, when there is one, inside the
+// dispatch's cgroup and under its deadline and stop signals (`stop_fd`).
 void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::SandboxProcess* sandbox,
-            HostResources* held, GitGuard* guard, const std::string& workspace,
+            HostResources* held, GitGuard* guard, const std::string& workspace, int stop_fd,
             std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
   RecordExit(sandbox->Reap(), outcome, result);
-  if (held->cgroup) RecordOomAndRemove(&*held->cgroup, r.limits.memory, result);
+  if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();
   if (*patch_file) {
-    auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as);
-    if (!st) RecordHarvestFailure(st.error().Render(), result);
+    HarvestBounds bounds{.stop_fd = stop_fd};
+    if (held->cgroup) bounds.cgroup_procs_fds = held->cgroup->ProcsFds();
+    auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as, &bounds);
+    if (!st) RecordHarvestFailure(st.error().Render(), bounds.stopped_by, result);
   }
+  if (held->cgroup) held->cgroup->Remove();
 }
 
 // One dispatch from request to exit status, in the order of its steps: Resolve (every
@@ -219,17 +276,21 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
 // the start.
 base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
                       DispatchResult* result, Clock::time_point start, DispatchDirEnd* dir_end) {
+  const pid_t parent = ::getppid();
   auto resolved = Resolve(given);
   if (!resolved) return resolved.error();
   const ResolvedRequest& r = *resolved;
   const DispatchRequest& request = r.request;
   if (request.dry_run) return DryRun(r, self_exe, result);
+  auto id_file = PrepareIdFile(request);
+  if (!id_file) return id_file.error();
   // A root caller's sandbox gets host ids of its own, leased before anything is created
   // and held until this run ends (dispatch/identity/lease.h).
   std::optional<IdLease> lease;
   if (auto st = LeaseIdentity(&*resolved, result->id, &lease); !st) return st;
   auto signal_fd = BlockStopSignals();
   if (!signal_fd) return signal_fd.error();
+  if (auto st = ArmDeadlineAndParent(request, parent, start); !st) return st;
   int stopped_by = 0;
   auto dirs = PrepareDispatchDirs(request, result->id, r.run_as, signal_fd->get(), &stopped_by);
   if (!dirs) {
@@ -240,6 +301,11 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (auto st = dir_end->Hold(*dirs, r.run_as, request.rm); !st) return st;
   result->workspace = dirs->workspace;
   result->out = dirs->out;
+  // Known from now on: <id> and its record ("running"), and the id for --id-file.
+  dir_end->WriteRunning(*result);
+  if (*id_file) {
+    if (auto st = WriteIdFile(**id_file, result->id); !st) return st;
+  }
   // A leased identity borrows a given --workspace/--out; every directory is handed back to
   // the caller when `lent` goes, after the sandbox and the harvest (identity/hand_back.h).
   auto lent = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
@@ -267,11 +333,11 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   ReportPlan(*planned, result);
   auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
   if (!patch_file) return patch_file.error();
-  auto base_commit = guard->clone_head() ? base::Result<std::string>(*guard->clone_head())
-                                         : ReadBaseCommit(dirs->workspace, r.run_as);
-  if (!base_commit && request.patch) return base_commit.error();
-  if (base_commit) result->base_commit = *base_commit;
-  if (int sig = TakeStopSignal(signal_fd->get()); sig != 0) return StoppedBeforeStart(sig, result);
+  int stop = 0;
+  if (auto st = RecordBaseCommit(r, *guard, dirs->workspace, signal_fd->get(), &stop, result); !st)
+    return st;
+  if (stop == 0) stop = TakeStopSignal(signal_fd->get());
+  if (stop != 0) return StoppedBeforeStart(stop, result);
   WarnUnwritablePlaces(request, *dirs, r.run_as);  // --rw, --workspace: said, never chowned
   AnnounceDispatch(result->id, dirs->workspace, dirs->out);
   std::unique_ptr<TtySession>& tty = held.tty;
@@ -292,7 +358,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (tty) hang_up = [&tty] { tty->HangUp(); };
   LoopOutcome outcome = ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up);
   if (tty) tty->Finish();
-  Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, &*patch_file, result);
+  Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, signal_fd->get(),
+         &*patch_file, result);
   return {};
 }
 

@@ -22,6 +22,11 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess
   (void)loop.WatchCallback(signal_fd, EPOLLIN, [&](uint32_t) {
     const int sig = TakeStopSignal(signal_fd);
     if (sig == 0) return;
+    if (sig == SIGALRM) {  // the dispatch's deadline (ArmDispatchDeadline)
+      outcome.timed_out = true;
+      sandbox.Signal(SIGKILL);  // pid 1 of the sandbox: the kernel ends every process in it
+      return;
+    }
     // A terminal that went away may say so twice (the kernel's SIGHUP, the relay's own):
     // once is the hang-up, never the second interrupt that kills at once.
     if (sig == SIGHUP && hang_up && outcome.stop_signal == SIGHUP) return;
@@ -44,14 +49,6 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess
       sandbox.Signal(SIGKILL);
     }
   });
-  if (request.timeout_seconds) {
-    auto delay = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(*request.timeout_seconds));
-    loop.AddTimer(delay, [&] {
-      outcome.timed_out = true;
-      sandbox.Signal(SIGKILL);  // pid 1 of the sandbox: the kernel ends every process in it
-    });
-  }
   (void)loop.Run();
   return outcome;
 }

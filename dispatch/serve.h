@@ -21,7 +21,7 @@ struct LoopOutcome {
 // Serves the relays until the sandbox's first process is gone. SIGINT and SIGTERM are
 // passed to the supervisor as they came (it passes them to the agent); SIGHUP without a
 // terminal as SIGTERM. A second one, or `grace` without an end, kills the sandbox whole.
-// The timeout kills it whole at once.
+// The dispatch's deadline (SIGALRM on `signal_fd`, stop_signals.h) kills it whole at once.
 // With a terminal (`hang_up` set), SIGHUP is the caller's terminal going away: the agent's
 // terminal is hung up instead, so it gets SIGHUP through its own terminal as it would there.
 LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess& sandbox,

@@ -72,18 +72,33 @@ std::string FormatLedgerLine(const LedgerEntry& entry) {
   return out;
 }
 
-base::Result<Ledger> Ledger::Open(const std::string& path) {
+base::Result<Ledger> Ledger::Open(const std::string& path, uint64_t max_bytes) {
   // The caller's own regular file, or a new one (base/output_file.h): a FIFO, a symlink or
   // another user's file planted at the name is refused, never written through.
   auto file = base::OutputFile::Prepare("--ledger", path);
   if (!file) return file.error();
   auto fd = file->OpenForAppend(0600);
   if (!fd) return fd.error();
-  return Ledger(std::move(*fd), path);
+  return Ledger(std::move(*fd), path, max_bytes);
 }
 
 base::Status Ledger::Append(const LedgerEntry& entry) {
+  if (capped_) return {};
   std::string line = FormatLedgerLine(entry);
+  if (written_ + line.size() > max_bytes_) {
+    capped_ = true;
+    std::string last = "{";
+    AppendField(last, "ledger", "capped");
+    AppendField(last, "bytes_written", static_cast<long long>(written_));
+    AppendField(last, "start", FormatRfc3339Utc(entry.record.start));
+    last += "}\n";
+    return WriteLine(last);
+  }
+  written_ += line.size();
+  return WriteLine(line);
+}
+
+base::Status Ledger::WriteLine(const std::string& line) {
   ssize_t n;
   do {
     n = ::write(fd_.get(), line.data(), line.size());

@@ -6,10 +6,13 @@
 // (one line in the file). "end" is EndReasonName(); an "sni" field follows on "sni-mismatch"
 // (the name the client asked for), an "error" field with the strerror text when an errno
 // ended the connection. Readiness probes are not written (see Relay).
+// One dispatch writes at most kMaxLedgerBytes: the line that would pass the cap is replaced
+// by {"ledger":"capped","bytes_written":N,"start":...} and nothing more is written.
 // Caller: the loop thread; Append blocks only as long as a write to a local file does.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "base/error.h"
@@ -17,6 +20,8 @@
 #include "relay/connection.h"
 
 namespace sbx::relay {
+
+inline constexpr uint64_t kMaxLedgerBytes = 64ULL << 20;
 
 struct LedgerEntry {
   int route = 0;
@@ -38,17 +43,22 @@ class Ledger {
   // Opens `path` for appending, creating it with mode 0600; refuses anything but the
   // caller's own regular file at the name, and a directory others could swap it in
   // (base/output_file.h).
-  static base::Result<Ledger> Open(const std::string& path);
+  static base::Result<Ledger> Open(const std::string& path, uint64_t max_bytes = kMaxLedgerBytes);
 
   // Writes the line with one write(2) on an O_APPEND file, so lines written by several
-  // dispatches to the same file never interleave.
+  // dispatches to the same file never interleave. Past the cap, nothing (see above).
   base::Status Append(const LedgerEntry& entry);
 
  private:
-  Ledger(base::UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  Ledger(base::UniqueFd fd, std::string path, uint64_t max_bytes)
+      : fd_(std::move(fd)), path_(std::move(path)), max_bytes_(max_bytes) {}
+  base::Status WriteLine(const std::string& line);
 
   base::UniqueFd fd_;
   std::string path_;
+  uint64_t max_bytes_;
+  uint64_t written_ = 0;
+  bool capped_ = false;
 };
 
 }  // namespace sbx::relay

@@ -14,23 +14,25 @@ void LedgerThrottle::TakeSummary(Window& window, std::vector<LedgerEntry>& out) 
 
 std::vector<LedgerEntry> LedgerThrottle::Admit(const LedgerEntry& entry) {
   std::vector<LedgerEntry> out;
-  if (entry.record.dialed) {
-    out.push_back(entry);
-    return out;
-  }
   auto now = entry.record.start;
-  auto [it, fresh] = windows_.try_emplace({entry.route, entry.record.end});
+  const bool dialed = entry.record.dialed;
+  auto [it, fresh] = windows_.try_emplace({entry.route, entry.record.end, dialed});
   Window& window = it->second;
   if (fresh || now - window.start >= kWindow || now < window.start) {
     TakeSummary(window, out);
     window.start = now;
     window.written = 0;
   }
-  if (window.written < kBurst) {
+  if (window.written < (dialed ? kDialedBurst : kBurst)) {
     ++window.written;
     out.push_back(entry);
   } else {
-    if (window.held_count == 0) window.held = entry;
+    if (window.held_count == 0) {
+      window.held = entry;
+    } else {
+      window.held.record.bytes_up += entry.record.bytes_up;
+      window.held.record.bytes_down += entry.record.bytes_down;
+    }
     ++window.held_count;
     window.last = now;
   }

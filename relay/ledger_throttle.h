@@ -1,16 +1,19 @@
-// LedgerThrottle: keeps the ledger growing no faster than the agent's real traffic. Every
-// connection that reached its upstream is written as it is. Connections that never did
-// (refused at the route socket, shed by a limit) cost the agent nothing but a connect, so
-// per route and end reason only the first kBurst of each one-second window are written one
-// by one; the rest of the window becomes one summary line with a "count" field, written when
-// the next window starts or when the relay ends (Flush). Time is taken from the records
-// themselves, so the decision is the same for the same records.
+// LedgerThrottle: keeps the ledger growing no faster than a bounded rate, whatever the agent
+// does. Per route, end reason and whether the connection reached its upstream, only the
+// first few of each one-second window are written one by one: kBurst of those that never
+// did (refused at the route socket, shed by a limit: they cost the agent nothing but a
+// connect), kDialedBurst of those that did (a connect-and-close loop on a tcp route costs
+// little more). The rest of the window becomes one summary line with a "count" field and
+// the bytes of all of them, written when the next window starts or when the relay ends
+// (Flush). Time is taken from the records themselves, so the decision is the same for the
+// same records.
 // Caller: HostRelay, on the loop thread.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,6 +24,7 @@ namespace sbx::relay {
 class LedgerThrottle {
  public:
   static constexpr int kBurst = 8;
+  static constexpr int kDialedBurst = 64;
   static constexpr std::chrono::seconds kWindow{1};
 
   // The lines to write now for `entry` (none, itself, or a summary followed by itself).
@@ -38,7 +42,7 @@ class LedgerThrottle {
   };
   static void TakeSummary(Window& window, std::vector<LedgerEntry>& out);
 
-  std::map<std::pair<int, EndReason>, Window> windows_;
+  std::map<std::tuple<int, EndReason, bool>, Window> windows_;
 };
 
 }  // namespace sbx::relay

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,6 +102,9 @@ base::Result<StateDir> StateDir::Create(const StateDirOptions& options) {
     ::rmdir(tmpl.c_str());
     return base::Error(EPERM, "Dispatch directory is not private", tmpl);
   }
+  // Locked for as long as this descriptor or a copy lives (a janitor's): `gc` removes only
+  // a state directory nobody holds the lock of, one no dispatch owns any more.
+  (void)::flock(fd.get(), LOCK_EX | LOCK_NB);
   return StateDir(std::move(tmpl), std::move(fd));
 }
 

@@ -41,6 +41,8 @@ base::Result<std::string> EnsureUserBaseDir(const std::string& tmp_root, uid_t u
 
 class StateDir {
  public:
+  // The new directory is flock'ed (exclusive) through its descriptor, so the lock lives as
+  // long as the dispatch or its janitor does.
   static base::Result<StateDir> Create(const StateDirOptions& options);
 
   StateDir(StateDir&& other) noexcept;

@@ -268,8 +268,9 @@ base::Result<LaunchFds> PrepareMonitor(const Plan& plan) {
   if (plan.die_with_parent) {
     fds.self_pidfd.reset(base::PidfdOpen(::getpid()));
     if (!fds.self_pidfd) return base::ErrnoError("pidfd_open");
-    // The monitor dies with its caller too; the child then dies with the monitor.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The monitor dies with its caller too (unless it is a launcher that must outlive its
+    // caller, as `run` is); the child then dies with the monitor.
+    if (!plan.launcher_outlives_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   }
   return fds;
 }

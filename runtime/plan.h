@@ -95,7 +95,8 @@ struct Plan {
 
   bool new_session = false;
   bool die_with_parent = false;
-  bool reaper = false;  // fork a pid-1 reaper that waits for the command
+  bool launcher_outlives_parent = false;  // spec.h
+  bool reaper = false;                    // fork a pid-1 reaper that waits for the command
   bool as_pid_1 = false;
 
   std::optional<int> info_fd;

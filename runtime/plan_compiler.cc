@@ -178,6 +178,7 @@ base::Result<Plan> CompilePlan(const SandboxSpec& spec, const HostFacts& host) {
 
   plan.new_session = spec.new_session;
   plan.die_with_parent = spec.die_with_parent;
+  plan.launcher_outlives_parent = spec.launcher_outlives_parent;
   plan.as_pid_1 = spec.as_pid_1;
   plan.reaper =
       !spec.as_pid_1 && (spec.unshare_pid || !spec.lock_files.empty() || spec.sync_fd.has_value());

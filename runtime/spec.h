@@ -154,6 +154,10 @@ struct SandboxSpec {
 
   bool new_session = false;
   bool die_with_parent = false;
+  // With die_with_parent: only the sandbox dies with the process that launched it; that
+  // process (ateam-sandbox run) does not arm a death signal of its own, so it outlives
+  // its caller and still records the sandbox's end.
+  bool launcher_outlives_parent = false;
   bool as_pid_1 = false;
 
   std::optional<int> info_fd;

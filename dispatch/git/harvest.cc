@@ -2,19 +2,23 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "base/exit_status.h"
+#include "base/syscalls.h"
 #include "base/unique_fd.h"
 #include "dispatch/plan/layout.h"
+#include "dispatch/sys/stop_signals.h"
 #include "runtime/host_facts.h"
 #include "runtime/launcher.h"
 #include "runtime/plan_compiler.h"
@@ -34,9 +38,43 @@ export GIT_TERMINAL_PROMPT=0 GIT_OPTIONAL_LOCKS=0 GIT_NO_REPLACE_OBJECTS=1 GIT_E
 g() {
   git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.pager=cat \
       -c core.attributesFile=/dev/null -c safe.directory='*' -c diff.noprefix=false \
-      -c diff.mnemonicPrefix=false -c diff.relative=false -c format.signature= "$@"
+      -c diff.mnemonicPrefix=false -c diff.relative=false -c format.signature= \
+      -c core.bigFileThreshold=1m -c core.packedGitLimit=256m -c core.packedGitWindowSize=32m \
+      -c core.deltaBaseCacheLimit=64m -c pack.windowMemory=64m "$@"
 }
+# Git would block on a FIFO (or read a device) where it expects a file: only regular files
+# and directories in the git directory, but for the hooks, which git never opens here
+# (core.hooksPath), and which people often link. find looks at each entry, opens none.
+if [ ! -d "$GIT_DIR" ] || [ -h "$GIT_DIR" ] ||
+   [ -n "$(find "$GIT_DIR" \( -path "$GIT_DIR/hooks" -o -path "$GIT_DIR/modules/*/hooks" \) \
+           -prune -o ! -type f ! -type d -print -quit)" ]; then
+  exit 86
+fi
+tmp=$(mktemp -d)
+# The repository's own index is never opened by git: a copy, when it is a regular file.
+export GIT_INDEX_FILE="$tmp/index"
+cp "$GIT_DIR/index" "$tmp/index" 2>/dev/null || :
+# No filter driver the workspace's config names runs: each one's commands are emptied on
+# git's command line (GIT_CONFIG_COUNT), which wins over the repository's config.
+g config --name-only --get-regexp '^filter\.' >"$tmp/filters" 2>/dev/null || :
+n=0
+while IFS= read -r key; do
+  case "$key" in
+  *.clean | *.smudge | *.process)
+    export "GIT_CONFIG_KEY_$n=$key" "GIT_CONFIG_VALUE_$n="
+    n=$((n + 1))
+    ;;
+  *.required)
+    export "GIT_CONFIG_KEY_$n=$key" "GIT_CONFIG_VALUE_$n=false"
+    n=$((n + 1))
+    ;;
+  esac
+done <"$tmp/filters"
+export GIT_CONFIG_COUNT=$n
 )sh";
+
+// The script's exit status for a git directory it refuses (the prelude's check).
+constexpr int kNotRegularExit = 86;
 
 // $1: the base commit ("" when the clone had none). The uncommitted part is staged into a
 // throwaway index with its new objects in a throwaway object directory (the repository's
@@ -48,10 +86,8 @@ if [ -n "$head" ] && [ "$head" != "$1" ]; then
   # shellcheck disable=SC2086
   g format-patch --stdout --binary --full-index --no-ext-diff --no-textconv $range
 fi
-tmp=$(mktemp -d)
 mkdir "$tmp/objects"
-cp "$GIT_DIR/index" "$tmp/index" 2>/dev/null || :
-export GIT_INDEX_FILE="$tmp/index" GIT_OBJECT_DIRECTORY="$tmp/objects"
+export GIT_OBJECT_DIRECTORY="$tmp/objects"
 export GIT_ALTERNATE_OBJECT_DIRECTORIES="$GIT_DIR/objects"
 g add --all
 against=${head:-$(g hash-object -t tree /dev/null)}
@@ -70,12 +106,12 @@ constexpr const char* kBaseScript = R"sh(
 g rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null || :
 )sh";
 
-// Runs `script` with /bin/sh in the harvest sandbox, its stdout on `out_fd`.
-base::Result<int> RunGitSandbox(const std::string& workspace, const std::string& script,
-                                const std::vector<std::string>& args, int out_fd,
-                                const RunAsIds& run_as) {
-  auto host = runtime::ProbeHostFacts();
-  if (!host) return host.error();
+// The harvest sandbox for `script` with /bin/sh, within the harvest's bounds (harvest.h).
+base::Result<runtime::SandboxSpec> HarvestSpec(const std::string& workspace,
+                                               const std::string& script,
+                                               const std::vector<std::string>& args,
+                                               const RunAsIds& run_as,
+                                               const HarvestBounds* bounds) {
   auto seccomp = security::CompileDefaultSeccompPolicy();
   if (!seccomp) return seccomp.error();
   runtime::SandboxSpec spec;
@@ -85,7 +121,7 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
   AddReadOnlySystem(spec);
   spec.ops.emplace_back(runtime::ProcOp{.dest = "/proc"});
   spec.ops.emplace_back(runtime::DevOp{.dest = "/dev"});
-  spec.ops.emplace_back(runtime::TmpfsOp{.dest = "/tmp", .perms = 01777});
+  spec.ops.emplace_back(runtime::TmpfsOp{.dest = "/tmp", .perms = 01777, .size = kHarvestTmpBytes});
   spec.ops.emplace_back(runtime::BindOp{.source = workspace, .dest = workspace, .read_only = true});
   spec.chdir = workspace;
   spec.env = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp"};
@@ -94,9 +130,57 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
   spec.new_session = spec.die_with_parent = true;
   spec.close_inherited_fds = true;
   spec.run_as = run_as;
+  // Git inflates a whole blob in memory to diff it: a small object the agent left can stand
+  // for gigabytes of zeros. The address space bounds that; RLIMIT_FSIZE the patch itself.
+  spec.self_limits.rlimits = {{.resource = RLIMIT_AS, .value = kHarvestMemory},
+                              {.resource = RLIMIT_FSIZE, .value = kHarvestPatchBytes}};
+  if (bounds != nullptr) spec.cgroup_procs_fds = bounds->cgroup_procs_fds;
   spec.command = {"/bin/sh", "-c", std::string(kGitPrelude) + script, "ateam-harvest"};
   spec.command.insert(spec.command.end(), args.begin(), args.end());
-  auto plan = runtime::CompilePlan(spec, *host);
+  return spec;
+}
+
+// Waits for the harvest's child `pid`, reading its failure report from `error_read`,
+// until it is gone, a stop signal or the deadline arrives, or its own time is up: the
+// latter ones kill its group (the sandbox dies with it). The child's wait status.
+base::Result<int> WaitForHarvest(pid_t pid, int error_read, HarvestBounds* bounds,
+                                 std::string* failure) {
+  int stopped = 0;
+  base::UniqueFd pidfd(base::PidfdOpen(pid));
+  if (pidfd) {
+    stopped = WaitOrStop(pidfd.get(), bounds != nullptr ? bounds->stop_fd : -1, pid, error_read,
+                         failure, 4096, kHarvestSeconds * 1000);
+  } else {
+    ::kill(pid, SIGKILL);  // never waited for without a bound
+    stopped = kWaitTimedOut;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return base::ErrnoError("waitpid for the harvest sandbox");
+  }
+  if (stopped == kWaitTimedOut) {
+    return base::Error::Message(
+        fmt::format("the harvest was stopped after {} seconds, its own bound", kHarvestSeconds));
+  }
+  if (stopped != 0) {
+    if (bounds != nullptr) bounds->stopped_by = stopped;
+    return base::Error::Message(stopped == SIGALRM
+                                    ? "the harvest was stopped by --timeout"
+                                    : "the harvest was interrupted by " + StopSignalName(stopped));
+  }
+  return status;
+}
+
+// Runs `script` with /bin/sh in the harvest sandbox, its stdout on `out_fd`, within the
+// harvest's bounds (harvest.h).
+base::Result<int> RunGitSandbox(const std::string& workspace, const std::string& script,
+                                const std::vector<std::string>& args, int out_fd,
+                                const RunAsIds& run_as, HarvestBounds* bounds) {
+  auto host = runtime::ProbeHostFacts();
+  if (!host) return host.error();
+  auto spec = HarvestSpec(workspace, script, args, run_as, bounds);
+  if (!spec) return spec.error();
+  auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
   // The child's own failure comes back on this pipe, for the caller to report (or not:
   // the base-commit read is optional), never printed over `run`'s one-line error.
@@ -107,6 +191,13 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
   pid_t pid = ::fork();
   if (pid < 0) return base::ErrnoError("fork for the harvest sandbox");
   if (pid == 0) {
+    // A group of its own, so a stop kills it whole; the sandbox dies with it (its death
+    // signal). The default signal mask: `run` blocks its stop signals.
+    (void)::setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // A child of its own: the launcher wants a single-threaded process, and the sandbox
     // gets this stdout, not the caller's.
     int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -122,19 +213,27 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
     ::_exit(*code);
   }
   error_write.reset();
+  (void)::setpgid(pid, pid);  // both sides: the group exists whichever runs first
   std::string failure;
-  char buf[512];
-  for (ssize_t n; (n = ::read(error_read.get(), buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    failure.append(buf, static_cast<size_t>(n));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return base::ErrnoError("waitpid for the harvest sandbox");
-  }
+  auto status = WaitForHarvest(pid, error_read.get(), bounds, &failure);
+  if (!status) return status.error();
   if (!failure.empty()) return base::Error::Message("harvest sandbox: " + failure);
-  return base::ExitCodeFromWaitStatus(status);
+  return base::ExitCodeFromWaitStatus(*status);
+}
+
+// What a nonzero exit status of the harvest's script means.
+base::Error ScriptFailure(std::string_view what, int code) {
+  if (code == kNotRegularExit) {
+    return base::Error::Message(fmt::format(
+        "{}: the workspace's .git holds something that is not a regular file or directory "
+        "(a FIFO, socket, device or symlink), or is not a directory: not read",
+        what));
+  }
+  if (code == base::kSignalExitBase + SIGXFSZ) {
+    return base::Error::Message(
+        fmt::format("{}: the patch would be larger than {} bytes", what, kHarvestPatchBytes));
+  }
+  return base::Error::Message(fmt::format("{} failed (exit status {})", what, code));
 }
 
 bool IsBelow(const std::string& path, const std::string& dir) {
@@ -161,22 +260,24 @@ base::Result<std::optional<base::OutputFile>> PreparePatchFile(
 }
 
 base::Status WritePatchFile(base::OutputFile& file, const std::string& workspace,
-                            const std::string& base, const RunAsIds& run_as) {
+                            const std::string& base, const RunAsIds& run_as,
+                            HarvestBounds* bounds) {
   auto fd = file.CreateTemp(0644);
   if (!fd) return fd.error();
-  if (auto st = WriteHarvestPatch(workspace, base, fd->get(), run_as); !st) {
+  if (auto st = WriteHarvestPatch(workspace, base, fd->get(), run_as, bounds); !st) {
     file.Abort();
     return st;
   }
   return file.Commit(fd->get());
 }
 
-base::Result<std::string> ReadBaseCommit(const std::string& workspace, const RunAsIds& run_as) {
+base::Result<std::string> ReadBaseCommit(const std::string& workspace, const RunAsIds& run_as,
+                                         HarvestBounds* bounds) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return base::ErrnoError("pipe");
   base::UniqueFd read_end(fds[0]);
   base::UniqueFd write_end(fds[1]);
-  auto code = RunGitSandbox(workspace, kBaseScript, {}, write_end.get(), run_as);
+  auto code = RunGitSandbox(workspace, kBaseScript, {}, write_end.get(), run_as, bounds);
   write_end.reset();
   if (!code) return code.error();
   std::string out;
@@ -184,22 +285,17 @@ base::Result<std::string> ReadBaseCommit(const std::string& workspace, const Run
   ssize_t n = 0;
   while ((n = ::read(read_end.get(), buf, sizeof(buf))) > 0)
     out.append(buf, static_cast<size_t>(n));
-  if (*code != 0) {
-    return base::Error::Message(
-        fmt::format("reading the workspace's base commit failed (exit status {})", *code));
-  }
+  if (*code != 0) return ScriptFailure("reading the workspace's base commit", *code);
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   return out;
 }
 
 base::Status WriteHarvestPatch(const std::string& workspace, const std::string& base, int out_fd,
-                               const RunAsIds& run_as) {
+                               const RunAsIds& run_as, HarvestBounds* bounds) {
   std::string who = fmt::format("{} <{}>", kAgentGitName, kAgentGitEmail);
-  auto code = RunGitSandbox(workspace, kPatchScript, {base, who}, out_fd, run_as);
+  auto code = RunGitSandbox(workspace, kPatchScript, {base, who}, out_fd, run_as, bounds);
   if (!code) return code.error();
-  if (*code != 0) {
-    return base::Error::Message(fmt::format("the harvest's git failed (exit status {})", *code));
-  }
+  if (*code != 0) return ScriptFailure("the harvest's git", *code);
   return {};
 }
 

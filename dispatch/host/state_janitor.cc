@@ -15,6 +15,9 @@ namespace {
 
 [[noreturn]] void JanitorMain(relay::StateDir* dir, const std::vector<std::string>& cgroup_dirs,
                               int read_end) {
+  // A process group of its own: `kill -9 -PGID` of `run`'s group (an orchestrator ending a
+  // job) must not take the janitor along with `run`.
+  (void)::setpgid(0, 0);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_IGN);
   // Not the caller's terminal or pipes: a reader of `run`'s output must see EOF when `run`
   // ends, whatever this process is doing.
@@ -44,6 +47,7 @@ base::Result<StateDirJanitor> StateDirJanitor::Start(relay::StateDir* dir,
     pipe->write_end.reset();
     JanitorMain(dir, cgroup_dirs, pipe->read_end.get());
   }
+  (void)::setpgid(pid, pid);  // both sides: out of `run`'s group whichever runs first
   return StateDirJanitor(pid, std::move(pipe->write_end));
 }
 

@@ -4,8 +4,9 @@
 // A child forked right after the directory is made, before any other descriptor of the
 // dispatch exists, blocks on a pipe whose only write end `run` holds (close-on-exec, so
 // neither bwrap nor the sandbox keeps it). When `run` ends in any way the pipe reads EOF
-// and the janitor removes the directory and exits. It ignores the terminal's stop signals,
-// which reach the whole process group: `run` handles those and ends, the janitor follows.
+// and the janitor removes the directory and exits. It is a process group of its own, so
+// neither the terminal's stop signals nor a `kill -9 -PGID` of `run`'s group reach it:
+// `run` ends, the janitor follows.
 // Caller: the single-threaded host-side dispatch process.
 #pragma once
 

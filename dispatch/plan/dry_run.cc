@@ -3,7 +3,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -51,6 +54,28 @@ std::string ShowLeasedIds(std::string printed, const runtime::SandboxSpec::HostI
   swap(fmt::format("gid map: {} {} 1\n", inside.gid, inside.gid),
        fmt::format("gid map: {} LEASED_GID 1\n", inside.gid));
   return printed;
+}
+
+// Names whose values are secrets: the presets' API key variables and whatever --env or
+// --setenv names like one (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, *PASSWD*, *CREDENTIAL*,
+// case-insensitive).
+bool LooksSecret(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
+    if (upper.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The dry run prints no secret: such a variable's value is shown as *** (its length kept
+// out too), in the env lines and in the bwrap line alike.
+void MaskSecretValues(std::vector<std::string>* env) {
+  for (std::string& entry : *env) {
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq + 1 == entry.size()) continue;
+    if (LooksSecret(std::string_view(entry).substr(0, eq))) entry = entry.substr(0, eq + 1) + "***";
+  }
 }
 
 }  // namespace
@@ -111,7 +136,8 @@ void PrintDryRun(const DryRunFacts& f) {
         *f.leased_from, f.run_as->uid);
   }
   fmt::print("workspace git metadata: .git/config and hooks read-only inside, checked after\n");
-  const runtime::Plan agent = AgentViewPlan(*f.plan, request.command);
+  runtime::Plan agent = AgentViewPlan(*f.plan, request.command);
+  MaskSecretValues(&agent.env);
   fmt::print(
       "# the agent's sandbox (the supervisor, pid 1, sets up the network and drops "
       "every capability first)\n");

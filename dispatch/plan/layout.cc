@@ -190,6 +190,8 @@ base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& requ
                       {security::CapChange::Kind::kAdd, kCapSetpcap}};
   spec.seccomp_programs.push_back(paths.seccomp_program);
   spec.new_session = spec.die_with_parent = spec.as_pid_1 = true;
+  // `run` itself outlives its caller (its own --die-with-parent is a stop signal instead).
+  spec.launcher_outlives_parent = true;
   spec.close_inherited_fds = true;
   spec.command = SupervisorCommand(request, paths);
   return spec;

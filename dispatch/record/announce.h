@@ -5,7 +5,14 @@
 
 #include <string>
 
+#include "base/error.h"
+#include "base/output_file.h"
+
 namespace sbx::dispatch {
+
+// --id-file: "<id>\n" as the whole file (base/output_file.h), written once the dispatch's
+// directory and its "running" record exist, before the agent starts.
+base::Status WriteIdFile(base::OutputFile& file, const std::string& id);
 
 // "ateam-sandbox run: dispatch <id>: workspace <path>, out <path>" on stderr, when stderr
 // is a terminal.

@@ -166,6 +166,15 @@ base::Status DispatchDirEnd::Hold(const DispatchDirs& dirs, const RunAsIds& run_
   return {};
 }
 
+void DispatchDirEnd::WriteRunning(const DispatchResult& result) {
+  if (!dir_fd_) return;
+  DispatchResult running = result;
+  running.reason = DispatchReason::kRunning;
+  if (auto written = WriteDispatchRecord(dir_fd_.get(), RenderStatusJson(running)); !written) {
+    SayToCaller(fmt::format("{} ({})", written.error().Render(), path_));
+  }
+}
+
 void DispatchDirEnd::Finish(const DispatchResult& result) {
   if (!dir_fd_) return;
   struct stat st {};

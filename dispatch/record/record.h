@@ -47,6 +47,10 @@ class DispatchDirEnd {
   // agent started removed it); with --rm, removes it (dispatch_dir.h); else writes the record.
   // A failure is one line on stderr: the run's own result stands.
   void Finish(const DispatchResult& result);
+  // The record of a dispatch that has not ended (`reason` "running", `exit_code` null),
+  // written once <id> exists and before the agent starts, so whoever finds <id> finds its
+  // record; Finish replaces it. A failure is one line on stderr.
+  void WriteRunning(const DispatchResult& result);
 
  private:
   base::UniqueFd root_fd_;

@@ -26,6 +26,8 @@ std::string_view ReasonName(DispatchReason reason) {
       return "dry-run";
     case DispatchReason::kHarvestFailed:
       return "harvest-failed";
+    case DispatchReason::kRunning:
+      return "running";
   }
   return "runtime-error";
 }
@@ -76,8 +78,9 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"timings_ms\": {{\"setup\": {:.1f}, \"total\": {:.1f}}}\n"
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
-      JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
-      signal, signal_name, JsonQuote(ReasonName(r.reason)), stop_signal, error, r.limits_json,
+      JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes,
+      r.reason == DispatchReason::kRunning ? "null" : fmt::format("{}", r.exit_code), signal,
+      signal_name, JsonQuote(ReasonName(r.reason)), stop_signal, error, r.limits_json,
       JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
       r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
       r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);

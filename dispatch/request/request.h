@@ -44,6 +44,8 @@ struct DispatchRequest {
   std::optional<std::string> run_as;        // root callers: a user name or uid[:gid]
   std::optional<std::string> patch;         // --patch FILE: the agent's work, harvested
   bool rm = false;                          // --rm: <root>/<id> removed at the end
+  bool die_with_parent = false;             // --die-with-parent: `run` stops when its caller dies
+  std::optional<std::string> id_file;       // --id-file FILE: the dispatch id, once known
   std::optional<std::string>
       tmpfs_size;                     // --tmpfs-size: home and /tmp, each (dispatch/plan/limits.h)
   std::optional<std::string> memory;  // --memory

@@ -25,6 +25,7 @@ enum class DispatchReason {
   kRuntimeError,   // the runtime failed (setup, bad input): `error` says why
   kDryRun,         // --dry-run: nothing ran
   kHarvestFailed,  // the agent ended, but its --patch could not be written (patch_error)
+  kRunning,        // not ended yet: the record `run` writes before the agent starts
 };
 std::string_view ReasonName(DispatchReason reason);
 

@@ -7,15 +7,18 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace sbx::dispatch {
 namespace {
 
-// An agent can nest directories deeper than there are fds; past this depth a removal
-// stops with ELOOP instead of running out of descriptors.
-constexpr int kMaxRemoveDepth = 256;
+// An agent can nest directories deeper than there are fds (and than any stack would
+// hold): a removal is a loop over frames, of which only this many keep their directory
+// open; a deeper one's parent is opened again through ".." of the child, and must be the
+// very directory it was (device and inode) or the removal stops.
+constexpr size_t kOpenFrames = 64;
 
 // A directory of ours without read, write or search permission for us (chmod 555 by a
 // build tool, 000 by an agent) could be neither listed nor emptied: give ourselves all
@@ -28,28 +31,81 @@ void MakeOwnerAccessible(int dirfd, const std::string& name, const struct stat& 
   (void)::chmod(fmt::format("/proc/self/fd/{}", fd.get()).c_str(), (st.st_mode & 07777) | S_IRWXU);
 }
 
-base::Status RemoveTreeDepth(int dirfd, const std::string& name, dev_t dev, int depth) {
-  auto st = StatAt(dirfd, name);
-  if (!st) return {};
-  if (S_ISDIR(st->st_mode)) {
-    if (depth >= kMaxRemoveDepth) return base::Error(ELOOP, "Can't remove (too deep)", name);
-    if (st->st_dev != dev) return base::Error(EXDEV, "Can't remove a mount point", name);
-    MakeOwnerAccessible(dirfd, name, *st);
-    auto sub = OpenDirAt(dirfd, name);
-    if (!sub) return sub.error();
-    auto names = ListDirAt(sub->get());
-    if (!names) return names.error();
-    for (const auto& child : *names) {
-      if (auto removed = RemoveTreeDepth(sub->get(), child, dev, depth + 1); !removed) {
-        return removed;
+// One directory being removed: its name in its parent, its identity, and the child
+// directories still to remove (the other entries are gone once it is listed).
+struct RemoveFrame {
+  base::UniqueFd fd;  // closed for frames more than kOpenFrames above the deepest
+  std::string name;
+  ino_t ino = 0;
+  bool listed = false;
+  std::vector<std::string> subdirs = {};
+};
+
+// Lists `frame` once: every entry but a directory is unlinked; the directories (on `dev`
+// only) are kept for later.
+base::Status ListAndUnlink(RemoveFrame* frame, dev_t dev) {
+  auto names = ListDirAt(frame->fd.get());
+  if (!names) return names.error();
+  for (const auto& child : *names) {
+    auto st = StatAt(frame->fd.get(), child);
+    if (!st) continue;
+    if (S_ISDIR(st->st_mode)) {
+      if (st->st_dev != dev) return base::Error(EXDEV, "Can't remove a mount point", child);
+      frame->subdirs.push_back(child);
+    } else if (::unlinkat(frame->fd.get(), child.c_str(), 0) != 0 && errno != ENOENT) {
+      return base::ErrnoError("Can't remove", child);
+    }
+  }
+  frame->listed = true;
+  return {};
+}
+
+// The directory `name` in `dirfd` (on `dev`) and everything below it, at any depth.
+base::Status RemoveDirTree(int dirfd, const std::string& name, const struct stat& top, dev_t dev) {
+  MakeOwnerAccessible(dirfd, name, top);
+  auto opened = OpenDirAt(dirfd, name);
+  if (!opened) return opened.error();
+  std::vector<RemoveFrame> frames;
+  frames.push_back({.fd = std::move(*opened), .name = name, .ino = top.st_ino});
+  while (!frames.empty()) {
+    RemoveFrame& frame = frames.back();
+    if (!frame.listed) {
+      if (auto st = ListAndUnlink(&frame, dev); !st) return st;
+    }
+    if (!frame.subdirs.empty()) {
+      std::string child = std::move(frame.subdirs.back());
+      frame.subdirs.pop_back();
+      auto st = StatAt(frame.fd.get(), child);
+      if (!st || !S_ISDIR(st->st_mode)) continue;
+      MakeOwnerAccessible(frame.fd.get(), child, *st);
+      auto sub = OpenDirAt(frame.fd.get(), child);
+      if (!sub) return sub.error();
+      frames.push_back({.fd = std::move(*sub), .name = std::move(child), .ino = st->st_ino});
+      if (frames.size() > kOpenFrames) frames[frames.size() - 1 - kOpenFrames].fd.reset();
+      continue;
+    }
+    // Empty now: removed from its parent, which is opened again when it was closed.
+    if (frames.size() == 1) {
+      frames.clear();
+      break;
+    }
+    RemoveFrame& parent = frames[frames.size() - 2];
+    if (!parent.fd) {
+      parent.fd.reset(::openat(frame.fd.get(), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      struct stat again {};
+      if (!parent.fd || ::fstat(parent.fd.get(), &again) != 0 || again.st_ino != parent.ino ||
+          again.st_dev != dev) {
+        return base::Error(ESTALE, "Can't remove (a directory moved during the removal)",
+                           parent.name);
       }
     }
-    if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
-      return base::ErrnoError("Can't remove", name);
+    const std::string done = std::move(frame.name);
+    frames.pop_back();
+    if (::unlinkat(frames.back().fd.get(), done.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+      return base::ErrnoError("Can't remove", done);
     }
-    return {};
   }
-  if (::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT) {
+  if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
     return base::ErrnoError("Can't remove", name);
   }
   return {};
@@ -153,7 +209,16 @@ base::Status MakeDirAt(int dirfd, const std::string& name) {
 base::Status RemoveTreeAt(int dirfd, const std::string& name) {
   struct stat dir {};
   if (::fstat(dirfd, &dir) != 0) return base::ErrnoError("Can't stat the directory of", name);
-  return RemoveTreeDepth(dirfd, name, dir.st_dev, 0);
+  auto st = StatAt(dirfd, name);
+  if (!st) return {};
+  if (S_ISDIR(st->st_mode)) {
+    if (st->st_dev != dir.st_dev) return base::Error(EXDEV, "Can't remove a mount point", name);
+    return RemoveDirTree(dirfd, name, *st, dir.st_dev);
+  }
+  if (::unlinkat(dirfd, name.c_str(), 0) != 0 && errno != ENOENT) {
+    return base::ErrnoError("Can't remove", name);
+  }
+  return {};
 }
 
 base::Result<std::string> RenameAsideAt(int dirfd, const std::string& name,

@@ -9,6 +9,10 @@
 #include <ctime>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "base/json.h"
+
 namespace sbx::dispatch {
 namespace {
 
@@ -37,10 +41,30 @@ ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
 
 }  // namespace
 
+std::string EscapeForTerminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    size_t len = byte < 0x80 ? 1 : base::Utf8SequenceAt(text, i);
+    const bool c1 = len == 2 && byte == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    if (len == 0 || c1 || byte < 0x20 || byte == 0x7f) {
+      for (size_t k = 0; k < (c1 ? 2 : 1); ++k) {
+        out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[i + k]));
+      }
+      i += c1 ? 1 : 0;
+      continue;
+    }
+    out.append(text.substr(i, len));
+    i += len - 1;
+  }
+  return out;
+}
+
 void SayToCaller(std::string_view line) {
   if (g_stalled) return;
   std::string text = "ateam-sandbox run: ";
-  text.append(line);
+  text.append(EscapeForTerminal(line));
   text += '\n';
   size_t done = 0;
   while (done < text.size()) {

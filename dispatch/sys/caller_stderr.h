@@ -4,13 +4,19 @@
 // what `run` says never changes its exit code, its deadline or its status document.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace sbx::dispatch {
 
-// Writes "ateam-sandbox run: <line>\n" to fd 2. Waits for room at most a short while per
-// line and, once one wait ran out, never again (the reader is gone for good); EPIPE never
-// raises SIGPIPE; nothing throws.
+// `text` safe to show on a terminal: control characters (C0, DEL, C1) and bytes that are
+// not well-formed UTF-8 become the text \xHH, so a name the agent chose cannot move the
+// cursor, retitle the window or hide a line. A backslash stays as it is.
+std::string EscapeForTerminal(std::string_view text);
+
+// Writes "ateam-sandbox run: <line>\n" to fd 2, the line escaped (EscapeForTerminal). Waits for
+// room at most a short while per line and, once one wait ran out, never again (the reader is gone
+// for good); EPIPE never raises SIGPIPE; nothing throws.
 void SayToCaller(std::string_view line);
 
 // Points fds 0, 1 and 2 at /dev/null when the caller started us with one closed, so no

@@ -192,7 +192,8 @@ TEST_F(RunDispatchDirsTest, GcNeverRemovesARunningDispatch) {
     EXPECT_NE(gc.out.find("kept " + id), std::string::npos) << gc.out;
     EXPECT_TRUE(Listing().contains(id));
   }
-  // Killed outright, `run` leaves no record and no lock: `ls` says so, `gc` may remove it.
+  // Killed outright, `run` leaves its "running" record and no lock: `ls` says it is lost,
+  // `gc` may remove it.
   ASSERT_EQ(kill(run.pid(), SIGKILL), 0);
   run.Wait(milliseconds(5000));
   std::string line;
@@ -201,7 +202,7 @@ TEST_F(RunDispatchDirsTest, GcNeverRemovesARunningDispatch) {
     if (line.find("running") == std::string::npos) break;
     usleep(100 * 1000);
   }
-  EXPECT_NE(line.find("no status"), std::string::npos) << line;
+  EXPECT_NE(line.find("lost"), std::string::npos) << line;
   RunResult gc = Tool({"gc"});
   EXPECT_EQ(gc.exit_code, 0) << Describe(gc);
   EXPECT_FALSE(Listing().contains(id)) << gc.out;

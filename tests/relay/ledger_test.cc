@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "relay/ledger_throttle.h"
 #include "tests/relay/relay_test_util.h"
@@ -104,6 +106,26 @@ TEST(LedgerTest, AppendsLinesToAPrivateFile) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+TEST(LedgerTest, StopsAtItsByteCapWithOneLastLineSayingSo) {
+  testing::TempDir dir;
+  std::string path = dir.path() + "/ledger.jsonl";
+  const size_t line = FormatLedgerLine(SampleEntry()).size();
+  {
+    auto ledger = Ledger::Open(path, 10 * line + line / 2);
+    ASSERT_TRUE(ledger);
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(ledger->Append(SampleEntry()));
+  }
+  std::ifstream in(path);
+  std::string text;
+  std::vector<std::string> lines;
+  while (std::getline(in, text)) lines.push_back(text);
+  ASSERT_EQ(lines.size(), 11u);
+  EXPECT_EQ(
+      lines.back().find("{\"ledger\":\"capped\",\"bytes_written\":" + std::to_string(10 * line)),
+      0u)
+      << lines.back();
+}
+
 TEST(LedgerTest, RefusesASymlink) {
   testing::TempDir dir;
   std::string path = dir.path() + "/ledger.jsonl";
@@ -127,16 +149,25 @@ LedgerEntry Refused(std::chrono::system_clock::time_point at, int route = 0) {
   return entry;
 }
 
-TEST(LedgerThrottleTest, DialedConnectionsAreAlwaysWritten) {
+TEST(LedgerThrottleTest, DialedConnectionsHaveABurstOfTheirOwnThenASummaryWithTheirBytes) {
   LedgerThrottle throttle;
   auto t = std::chrono::system_clock::time_point{} + std::chrono::hours(1);
-  for (int i = 0; i < 100; ++i) {
+  size_t lines = 0;
+  for (int i = 0; i < 1000; ++i) {
     LedgerEntry entry = Refused(t);
     entry.record.dialed = true;
     entry.record.end = EndReason::kClosed;
-    EXPECT_EQ(throttle.Admit(entry).size(), 1u);
+    entry.record.bytes_up = 3;
+    entry.record.bytes_down = 5;
+    lines += throttle.Admit(entry).size();
   }
-  EXPECT_TRUE(throttle.Flush().empty());
+  EXPECT_EQ(lines, static_cast<size_t>(LedgerThrottle::kDialedBurst));
+  auto summary = throttle.Flush();
+  ASSERT_EQ(summary.size(), 1u);
+  const long long held = 1000 - LedgerThrottle::kDialedBurst;
+  EXPECT_EQ(summary[0].count, held);
+  EXPECT_EQ(summary[0].record.bytes_up, static_cast<uint64_t>(3 * held));
+  EXPECT_EQ(summary[0].record.bytes_down, static_cast<uint64_t>(5 * held));
 }
 
 TEST(LedgerThrottleTest, AFloodOfRefusalsBecomesABurstAndOneSummary) {

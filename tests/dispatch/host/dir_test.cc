@@ -113,3 +113,30 @@ TEST_F(DispatchDirTest, WhatTheSandboxUserCannotRemoveIsNotRemovedByRoot) {
 
 }  // namespace
 }  // namespace sbx::dispatch
+
+namespace sbx::dispatch {
+namespace {
+
+// Deeper than any descriptor budget or recursion would allow: 400 levels, each with a
+// file, and wide directories on the way; all of it goes, nothing it links to does.
+TEST_F(DispatchDirTest, RemovesATreeOfAnyDepth) {
+  ASSERT_EQ(::mkdir(scratch_.Sub("0123456789ab").c_str(), 0711), 0);
+  base::UniqueFd dir(::open(scratch_.Sub("0123456789ab").c_str(), O_RDONLY | O_DIRECTORY));
+  ASSERT_TRUE(dir);
+  for (int level = 0; level < 400; ++level) {
+    ASSERT_EQ(::mkdirat(dir.get(), "d", 0755), 0);
+    for (const char* side : {"e", "f"}) ASSERT_EQ(::mkdirat(dir.get(), side, 0755), 0);
+    base::UniqueFd file(::openat(dir.get(), "file", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    ASSERT_TRUE(file);
+    ASSERT_EQ(::symlinkat(scratch_.Sub("target").c_str(), dir.get(), "link"), 0);
+    dir.reset(::openat(dir.get(), "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(dir);
+  }
+  dir.reset();
+  ASSERT_TRUE(RemoveDispatchDir(root_.get(), "0123456789ab", std::nullopt));
+  EXPECT_FALSE(Exists(scratch_.Sub("0123456789ab")));
+  ExpectTargetsKept();
+}
+
+}  // namespace
+}  // namespace sbx::dispatch
