@@ -26,6 +26,10 @@ std::string_view ReasonName(DispatchReason reason) {
       return "dry-run";
     case DispatchReason::kHarvestFailed:
       return "harvest-failed";
+    case DispatchReason::kCommandNotFound:
+      return "command-not-found";
+    case DispatchReason::kCommandNotExecutable:
+      return "command-not-executable";
   }
   return "runtime-error";
 }
@@ -66,6 +70,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"reason\": {},\n"
       "  \"stop_signal\": {},\n"
       "  \"error\": {},\n"
+      "  \"network_note\": {},\n"
       "  \"limits\": {},\n"
       "  \"started_at\": {},\n"
       "  \"landlock\": {{\"abi\": {}, \"enforced\": [{}]}},\n"
@@ -77,7 +82,8 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "}}\n",
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes, r.exit_code,
-      signal, signal_name, JsonQuote(ReasonName(r.reason)), stop_signal, error, r.limits_json,
+      signal, signal_name, JsonQuote(ReasonName(r.reason)), stop_signal, error,
+      r.network_note.empty() ? "null" : JsonQuote(r.network_note), r.limits_json,
       JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
       r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
       r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);
