@@ -1,5 +1,5 @@
 // The dispatch layout (docs/threat-model.md) as a runtime::SandboxSpec: read-only host system,
-// throwaway home and /tmp, one read-only credentials file, the tunnel directory, a generated
+// throwaway home and /tmp, read-only credentials files, the tunnel directory, a generated
 // /etc/hosts, the workspace and the out dir as the only writable places, an allowlisted
 // environment, every namespace new (the network one is made by the supervisor, pid 1).
 #pragma once
