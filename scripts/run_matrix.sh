@@ -134,6 +134,11 @@ run_tier() {
   failed=$(sed -nE 's/.* ([0-9]+) tests? failed.*/\1/p' <<<"$closing")
   skipped=$(grep -cE '\(Skipped\)$' "$log" || true)
   "$repo/scripts/record-skips.sh" "$key" "$log"
+  # ctest's own list of the failed tests ("  12 - Suite.Name (Failed)"), so the summary
+  # names them: CI keeps only the end of a long log.
+  local failures
+  failures=$(sed -n '/^The following tests FAILED:/,/^[^[:space:]]/s/^[[:space:]]\+[0-9]\+ - //p' "$log" |
+    tr '\n' ';' | sed 's/;$//; s/;/; /g')
   rm -f "$log"
   if [[ -z "$total" ]]; then
     summary+=("FAIL  $label: ctest printed no result (exit $rc)")
@@ -147,6 +152,7 @@ run_tier() {
   total_skipped=$((total_skipped + skipped))
   if [[ $rc -ne 0 || $failed -ne 0 || $total -eq 0 ]]; then
     summary+=("FAIL  $label: $passed passed, $failed failed, $skipped skipped (exit $rc)")
+    if [[ -n "$failures" ]]; then summary+=("        failed: $failures"); fi
     overall=1
   else
     summary+=("ok    $label: $passed passed, $failed failed, $skipped skipped")
