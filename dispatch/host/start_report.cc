@@ -37,7 +37,9 @@ std::string FindOnHost(const std::string& name, const std::string& path) {
     if (end == std::string::npos) end = path.size();
     const std::string dir = path.substr(start, end - start);
     if (dir.starts_with('/')) {
-      std::string candidate = dir + "/" + name;
+      std::string candidate = dir;
+      candidate += "/";
+      candidate += name;
       if (IsFile(candidate)) return candidate;
     }
     start = end + 1;
@@ -122,7 +124,9 @@ StartFailure DescribeStartFailure(int err, const std::string& name, const std::s
     return failure;
   }
   if (has_slash) {
-    const std::string absolute = name.starts_with('/') ? name : cwd + "/" + name;
+    std::string relative = name;
+    while (relative.starts_with("./")) relative.erase(0, 2);
+    const std::string absolute = name.starts_with('/') ? name : cwd + "/" + relative;
     failure.message = fmt::format("cannot run {}: no such file in the sandbox", name);
     if (IsFile(absolute)) {
       failure.message +=

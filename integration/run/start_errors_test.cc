@@ -25,8 +25,10 @@ class RunStartErrorsTest : public ::testing::Test {
     options.insert(options.end(), extra.begin(), extra.end());
     return RunAteam(options, command);
   }
-  std::string Status() const { return status_dir_.Sub("status.json"); }
-  std::string StatusText() const { return ReadFile(Status()).value_or("<no status document>"); }
+  [[nodiscard]] std::string Status() const { return status_dir_.Sub("status.json"); }
+  [[nodiscard]] std::string StatusText() const {
+    return ReadFile(Status()).value_or("<no status document>");
+  }
 
   TempDir work_;
   TempDir status_dir_;
