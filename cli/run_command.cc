@@ -37,7 +37,8 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
   app.add_option("--out", r.out, "the output directory (created if missing)");
   app.add_option("--credentials", r.credentials,
-                 "SRC[:DEST] one host file, read-only in the throwaway home");
+                 "SRC[:DEST] a host file, copied read-only into the throwaway home at DEST "
+                 "(relative to it, or absolute inside it; default: the preset's) (repeatable)");
   app.add_option("--agent", agent, "agent preset: claude, opencode or none")
       ->check(CLI::IsMember({"claude", "opencode", "none"}));
   app.add_option("--env", r.env_names, "pass this host variable through (repeatable)");
@@ -46,7 +47,9 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--rw", r.rw_paths, "extra host path, read-write at the same place");
   app.add_option("--allow", r.allow,
                  "HOST[:PORT][=ADDR:PORT][,tls|tcp|broker] an allowed endpoint (repeatable)");
-  app.add_flag("--no-default-allow", r.no_default_allow, "do not allow the preset's endpoint");
+  app.add_flag("--no-default-allow", r.no_default_allow, "do not allow the preset's endpoints");
+  app.add_flag("--agent-telemetry", r.agent_telemetry,
+               "let the preset's agent send telemetry: allow its telemetry hosts too");
   app.add_option("--broker-secret", r.broker_secrets,
                  "HOST:HEADER=@FILE|$NAME the secret a broker route sets in HEADER (repeatable)");
   app.add_option("--broker-ca", r.broker_ca, "FILE the CA certificates broker routes trust");
@@ -184,6 +187,7 @@ int RunRunCommand(std::span<const std::string> args) {
     }
   }
   if (!result.error.empty()) dispatch::SayToCaller(result.error);
+  if (!result.network_note.empty()) dispatch::SayToCaller("note: " + result.network_note);
   if (result.reason == dispatch::DispatchReason::kTimeout && result.error.empty()) {
     dispatch::SayToCaller(
         fmt::format("--timeout {} expired: the whole sandbox was killed", timeout));

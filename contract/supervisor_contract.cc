@@ -14,6 +14,7 @@ constexpr std::string_view kLandlock = "--landlock";
 constexpr std::string_view kLandlockWrite = "--landlock-write";
 constexpr std::string_view kTty = "--tty";
 constexpr std::string_view kTtySize = "--tty-size";
+constexpr std::string_view kReport = "--report";
 
 void Add(std::vector<std::string>& argv, std::string_view name, const std::string& value) {
   argv.emplace_back(name);
@@ -56,6 +57,7 @@ std::string RouteSocketInside(size_t index) {
 }
 
 std::string TtySocketInside() { return std::string(kTunnelDir) + "/" + kTtySocketName; }
+std::string ReportSocketInside() { return std::string(kTunnelDir) + "/" + kReportSocketName; }
 
 std::vector<std::string> WriteSupervisorArgs(const SupervisorArgs& args) {
   std::vector<std::string> argv;
@@ -67,6 +69,7 @@ std::vector<std::string> WriteSupervisorArgs(const SupervisorArgs& args) {
   for (const std::string& path : args.landlock_write) Add(argv, kLandlockWrite, path);
   if (args.tty) Add(argv, kTty, *args.tty);
   if (args.tty_size) Add(argv, kTtySize, *args.tty_size);
+  if (args.report) Add(argv, kReport, *args.report);
   argv.emplace_back("--");
   argv.insert(argv.end(), args.command.begin(), args.command.end());
   return argv;
@@ -115,6 +118,9 @@ Result<SupervisorArgs> ParseSupervisorArgs(std::span<const std::string> args) {
     } else if (auto tty = TakeOptionValue(args, i, kTty)) {
       if (!*tty) return tty->error();
       parsed.tty = std::move(**tty);
+    } else if (auto report = TakeOptionValue(args, i, kReport)) {
+      if (!*report) return report->error();
+      parsed.report = std::move(**report);
     } else {
       return Error::Message("unknown option '" + arg + "' (see --help)");
     }

@@ -7,10 +7,12 @@
 //   supervisor        this executable, bound read-only (the sandbox's pid 1 runs it)
 //   route-N.sock      the host relay's Unix socket of route N (unmounted before the agent)
 //   tty.sock          --tty: where the agent's terminal is handed over to the host
+//   report.sock       --report: where a command that cannot start is reported to the host
 //
 // The command line (after `supervise`):
 //   --route ADDR:PORT=SOCKET_PATH ... [--probe-timeout-ms N]
 //   [--landlock PARTS [--landlock-write PATH ...]] [--tty SOCKET_PATH [--tty-size RxC]]
+//   [--report SOCKET_PATH]
 //   -- CMD [ARGS...]
 // Parsing checks the syntax only (known options, their values present, a command);
 // supervise/routes.h checks what the values mean. Pure: no I/O, any thread.
@@ -28,6 +30,7 @@ namespace sbx::contract {
 
 inline constexpr const char* kTunnelDir = "/run/ateam-tunnel";
 inline constexpr const char* kTtySocketName = "tty.sock";
+inline constexpr const char* kReportSocketName = "report.sock";
 
 // The supervisor's binary inside: kTunnelDir/supervisor.
 std::string SupervisorBinaryInside();
@@ -35,6 +38,8 @@ std::string SupervisorBinaryInside();
 std::string RouteSocketInside(size_t index);
 // The terminal's socket inside: kTunnelDir/tty.sock.
 std::string TtySocketInside();
+// The start report's socket inside: kTunnelDir/report.sock.
+std::string ReportSocketInside();
 
 struct SupervisorRoute {
   std::string listen;  // "127.77.0.N:PORT"
@@ -49,6 +54,7 @@ struct SupervisorArgs {
   std::vector<std::string> landlock_write;   // --landlock-write PATH, in order
   std::optional<std::string> tty;            // --tty SOCKET_PATH
   std::optional<std::string> tty_size;       // --tty-size ROWSxCOLS
+  std::optional<std::string> report;         // --report SOCKET_PATH
   std::vector<std::string> command;          // the agent's argv; never empty once parsed
   bool help = false;                         // --help or -h: nothing else is read
   bool operator==(const SupervisorArgs&) const = default;

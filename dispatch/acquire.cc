@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/plan/agent_state.h"
 #include "dispatch/plan/broker_setup.h"
+#include "dispatch/plan/layout.h"
 #include "dispatch/plan/limit_check.h"
 #include "dispatch/sys/caller_stderr.h"
 #include "dispatch/terminal/terminal.h"
@@ -40,7 +42,20 @@ void MakeCgroup(const ResolvedRequest& r, const std::string& id, HostResources* 
 
 }  // namespace
 
-base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string& id) {
+base::Result<SandboxFiles> MakeSandboxFiles(const ResolvedRequest& r,
+                                            const std::string& workspace) {
+  // The key the agent gets is in the environment the layout builds; nothing else of it
+  // matters to the state, so the paths are left empty here.
+  DispatchHostPaths paths;
+  paths.workspace = workspace;
+  paths.host_env = r.host_env;
+  auto env = BuildSandboxEnvironment(r.request, paths);
+  if (!env) return env.error();
+  return SandboxFiles::Make(r.credentials, AgentStateFiles(r.request, workspace, *env));
+}
+
+base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string& id,
+                                    const std::string& workspace) {
   // The relays hold two descriptors per connection, up to each route's cap: the caller's
   // soft open-files limit (often 1024) would let two busy routes starve a third. The soft
   // limit goes up to the hard one; the sandbox still lowers its own to at most kOpenFiles.
@@ -88,9 +103,13 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
   auto hosts = HostsFileFd(r.routes);
   if (!hosts) return hosts.error();
   hosts_fd = std::move(*hosts);
-  auto made_files = SandboxFiles::Make(r.credentials);
+  auto made_files = MakeSandboxFiles(r, workspace);
   if (!made_files) return made_files.error();
   files = std::move(*made_files);
+  auto made_report = StartReport::Create(loop.get(), state_dir->path(), socket_owner);
+  if (!made_report) return made_report.error();
+  report = std::move(*made_report);
+  report->SetPeerGate(&gate);
   if (WantsTty(r.request.tty)) {
     auto session = TtySession::Create(loop.get(), state_dir->path(), socket_owner);
     if (!session) return session.error();
@@ -107,7 +126,8 @@ PlanFacts HostResources::Facts(const std::string& workspace, const std::string& 
                   .self_exe = self_exe,
                   .state_dir = state_dir->path(),
                   .hosts_fd = hosts_fd.get(),
-                  .credentials_fd = files.credentials ? files.credentials.get() : -1,
+                  .credentials = files.CredentialFds(),
+                  .agent_state = files.AgentStateFds(),
                   .resolv_conf_fd = files.resolv_conf ? files.resolv_conf.get() : -1,
                   .tty = tty != nullptr,
                   .tty_size = tty ? tty->size_argument() : std::string(),

@@ -18,6 +18,7 @@
 #include "dispatch/dispatch_plan.h"
 #include "dispatch/host/cgroup.h"
 #include "dispatch/host/sandbox_files.h"
+#include "dispatch/host/start_report.h"
 #include "dispatch/host/state_janitor.h"
 #include "dispatch/resolve.h"
 #include "dispatch/terminal/tty_session.h"
@@ -27,6 +28,10 @@
 
 namespace sbx::dispatch {
 
+// The --credentials copies and the preset's state for an agent working in `workspace`
+// (dispatch/host/sandbox_files.h).
+base::Result<SandboxFiles> MakeSandboxFiles(const ResolvedRequest& r, const std::string& workspace);
+
 struct HostResources {
   std::optional<relay::StateDir> state_dir;
   std::optional<DispatchCgroup> cgroup;
@@ -35,13 +40,16 @@ struct HostResources {
   std::unique_ptr<relay::EventLoop> loop;
   std::unique_ptr<relay::HostRelay> tunnel;
   base::UniqueFd hosts_fd;
-  SandboxFiles files;               // the credentials' copy, /etc/resolv.conf
+  SandboxFiles files;               // the credentials' copies, the agent's state, /etc/resolv.conf
   std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
+  std::unique_ptr<StartReport> report;  // how a command that could not start is learnt
   // Who the channels adopt: the supervisor, once it runs (relay/peer_check.h). The relays
   // and the terminal point at it: the struct is built in place and never moved.
   relay::PeerGate gate;
 
-  base::Status Acquire(const ResolvedRequest& r, const std::string& id);
+  // `workspace`: where the workspace is (the agent's state names it).
+  base::Status Acquire(const ResolvedRequest& r, const std::string& id,
+                       const std::string& workspace);
   // What the plan needs of them, with the dispatch's directories and the git guard.
   [[nodiscard]] PlanFacts Facts(const std::string& workspace, const std::string& out,
                                 const std::string& self_exe, const GitGuard* guard) const;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <functional>
@@ -20,11 +21,13 @@
 #include "dispatch/host/namespace_preflight.h"
 #include "dispatch/host/prepare.h"
 #include "dispatch/host/sandbox_files.h"
+#include "dispatch/host/start_report.h"
 #include "dispatch/host/write_access.h"
 #include "dispatch/identity/dispatch_identity.h"
 #include "dispatch/identity/hand_back.h"
 #include "dispatch/plan/broker_setup.h"
 #include "dispatch/plan/dry_run.h"
+#include "dispatch/plan/layout.h"
 #include "dispatch/record/announce.h"
 #include "dispatch/record/record.h"
 #include "dispatch/resolve.h"
@@ -63,14 +66,15 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
   result->out = dirs->out;
   auto hosts = HostsFileFd(r.routes);
   if (!hosts) return hosts.error();
-  auto files = SandboxFiles::Make(r.credentials);
+  auto files = MakeSandboxFiles(r, dirs->workspace);
   if (!files) return files.error();
   PlanFacts facts{.workspace = dirs->workspace,
                   .out = dirs->out,
                   .self_exe = self_exe,
                   .state_dir = "<state dir>",
                   .hosts_fd = hosts->get(),
-                  .credentials_fd = files->credentials ? files->credentials.get() : -1,
+                  .credentials = files->CredentialFds(),
+                  .agent_state = files->AgentStateFds(),
                   .resolv_conf_fd = files->resolv_conf ? files->resolv_conf.get() : -1,
                   .tty = WantsTty(r.request.tty)};
   auto where = DispatchCgroup::Probe(r.host.euid == 0);
@@ -249,6 +253,48 @@ base::Result<std::unique_ptr<runtime::SandboxProcess>> Launch(const DispatchRequ
   return sandbox;
 }
 
+// The supervisor could not start the command (dispatch/host/start_report.h): the exit code
+// a shell would give, the reason, and the line that says what would make it work.
+void RecordStartFailure(const ResolvedRequest& r, int err, const std::string& workspace,
+                        DispatchResult* result) {
+  if (result->reason != DispatchReason::kExited) return;  // a timeout or a signal came first
+  DispatchHostPaths paths;
+  paths.host_env = r.host_env;
+  paths.agent_bin_dir = r.agent.bin_dir;
+  std::string sandbox_path;
+  if (auto env = BuildSandboxEnvironment(r.request, paths)) {
+    for (const std::string& entry : *env) {
+      if (entry.starts_with("PATH=")) sandbox_path = entry.substr(5);
+    }
+  }
+  std::string host_path;
+  for (const std::string& entry : r.host_env) {
+    if (entry.starts_with("PATH=")) host_path = entry.substr(5);
+  }
+  const StartFailure failure =
+      DescribeStartFailure(err, r.request.command.front(), workspace, sandbox_path, host_path);
+  result->exit_code = failure.exit_code;
+  result->reason =
+      failure.missing ? DispatchReason::kCommandNotFound : DispatchReason::kCommandNotExecutable;
+  result->error = failure.message;
+}
+
+// What the runtime cannot see from outside: the agent's refused connects. Under the default
+// Landlock policy any TCP connect but to the routes, and any TCP bind, fails with EACCES;
+// an agent that then exits non-zero may have failed for that, so it is said once.
+void NoteLandlockNetwork(DispatchResult* result) {
+  if (result->reason != DispatchReason::kExited || result->exit_code == 0) return;
+  if (std::find(result->landlock_parts.begin(), result->landlock_parts.end(), "net") ==
+      result->landlock_parts.end()) {
+    return;
+  }
+  result->network_note =
+      "the agent's TCP connects go only to its --allow routes and it binds no TCP port (the "
+      "default Landlock policy): any other connect or bind, a local test server's included, "
+      "fails with EACCES (Permission denied); if that is why it failed, --landlock-allow net "
+      "lifts that rule (the network still leads nowhere but the routes)";
+}
+
 // Finish: the sandbox reaped and its end recorded, then what the agent left in the git
 // metadata undone before the harvest reads the workspace, then the cgroup gone.
 // The harvest reads `workspace` into `patch_file`, when there is one, inside the
@@ -257,6 +303,8 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
             HostResources* held, GitGuard* guard, const std::string& workspace, int stop_fd,
             std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
   RecordExit(sandbox->Reap(), outcome, result);
+  if (auto err = held->report->exec_errno()) RecordStartFailure(r, *err, workspace, result);
+  NoteLandlockNetwork(result);
   if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();
@@ -327,7 +375,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
     }
   }
   HostResources held;
-  if (auto st = held.Acquire(r, result->id); !st) return st;
+  if (auto st = held.Acquire(r, result->id, dirs->workspace); !st) return st;
   auto planned = CompileDispatchPlan(r, held.Facts(dirs->workspace, dirs->out, self_exe, &*guard));
   if (!planned) return planned.error();
   ReportPlan(*planned, result);
@@ -349,6 +397,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   held.gate.Expect([&sandbox] { return (*sandbox)->SupervisorPidfd(); },
                    r.run_as ? r.run_as->uid : r.host.euid);
   held.hosts_fd.reset();
+  if (auto st = held.report->Start(); !st) return st;
   if (tty) {
     if (auto st = tty->Start(); !st) return st;
   }

@@ -29,8 +29,10 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
                           .supervisor_args = {}};
   AddLandlockToSupervisorArgs(*landlock, &paths.supervisor_args);
   paths.sandbox_user = r.sandbox_user;
-  paths.credentials_fd = facts.credentials_fd;
+  paths.credentials = facts.credentials;
+  paths.agent_state = facts.agent_state;
   paths.resolv_conf_fd = facts.resolv_conf_fd;
+  if (facts.report) paths.report_socket = facts.state_dir + "/" + kReportSocketName;
   if (facts.tty) {
     paths.tty_socket = facts.state_dir + "/" + kTtySocketName;
     paths.tty_size = facts.tty_size;

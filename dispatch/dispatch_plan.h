@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "dispatch/plan/layout.h"
 #include "dispatch/plan/limits.h"
 #include "dispatch/request/result.h"
 #include "dispatch/resolve.h"
@@ -20,14 +21,16 @@ class GitGuard;
 // What the host holds (or, for a dry run, would hold) for the plan: paths, the fds the
 // sandbox setup reads, where the cgroup is.
 struct PlanFacts {
-  std::string workspace;  // absolute
-  std::string out;        // absolute
-  std::string self_exe;   // bound into the sandbox as the supervisor
-  std::string state_dir;  // where the route sockets and the tty socket are
-  int hosts_fd = -1;      // the generated /etc/hosts
-  int credentials_fd = -1;
+  std::string workspace;                 // absolute
+  std::string out;                       // absolute
+  std::string self_exe;                  // bound into the sandbox as the supervisor
+  std::string state_dir;                 // where the route sockets and the tty socket are
+  int hosts_fd = -1;                     // the generated /etc/hosts
+  std::vector<HomeFd> credentials = {};  // the --credentials copies
+  std::vector<HomeFd> agent_state = {};  // the preset's state files
   int resolv_conf_fd = -1;
   bool tty = false;                 // the agent gets a terminal of the sandbox's own
+  bool report = true;               // the supervisor reports a command it cannot start
   std::string tty_size = {};        // "ROWSxCOLS" ("" unknown)
   const GitGuard* guard = nullptr;  // its binds over the workspace's git metadata
   std::vector<int> cgroup_procs_fds = {};

@@ -1,5 +1,7 @@
 #include "dispatch/resolve.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "dispatch/git/rw_git.h"
@@ -29,14 +31,14 @@ base::Status PinUpstreams(const DispatchRequest& request, std::vector<relay::Rou
       route.upstream_override = *upstream;
       continue;
     }
-    const std::string& preset = ProfileFor(request.agent).default_endpoint;
     const std::string message = upstream.error().Render();
-    if (request.no_default_allow || preset.empty() ||
-        !message.starts_with("Can't resolve " + preset + " ")) {
-      return upstream.error();
-    }
+    const auto presets = PresetEndpoints(request);
+    const bool preset = std::any_of(presets.begin(), presets.end(), [&](const std::string& host) {
+      return message.starts_with("Can't resolve " + host + " ");
+    });
+    if (!preset) return upstream.error();
     return base::Error::Message(fmt::format(
-        "{}; or leave the --agent preset's endpoint out with --no-default-allow", message));
+        "{}; or leave the --agent preset's endpoints out with --no-default-allow", message));
   }
   return {};
 }
@@ -50,10 +52,8 @@ base::Result<ResolvedRequest> Resolve(const DispatchRequest& given) {
   r.host = std::move(*host);
   r.request = given;
   // Every path is checked, and made absolute, before anything is created.
-  std::string credentials;
-  if (auto st = CheckRequestPaths(r.request, r.host.cwd, r.host.euid == 0, &credentials); !st)
+  if (auto st = CheckRequestPaths(r.request, r.host.cwd, r.host.euid == 0, &r.credentials); !st)
     return st.error();
-  if (r.request.credentials) r.credentials = std::move(credentials);
   if (auto st = CheckHostMountPoints("/etc"); !st) return st.error();
   for (const std::string& path : r.request.rw_paths) {
     if (auto st = RefuseRwInsideGitDir(path); !st) return st.error();

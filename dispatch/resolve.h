@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "dispatch/host/prepare.h"
 #include "dispatch/plan/limits.h"
+#include "dispatch/request/checks.h"
 #include "dispatch/request/request.h"
 #include "relay/upstream.h"
 #include "runtime/host_facts.h"
@@ -33,9 +34,9 @@ struct ResolvedRequest {
   DispatchLimits limits;
   std::vector<std::string> seccomp_groups;  // the relaxed ones
   security::BpfProgram seccomp;
-  std::optional<std::string> credentials;  // the --credentials file's content
-  std::string sandbox_user;                // the agent's uid's name (USER, LOGNAME)
-  int landlock_abi = 0;                    // the kernel's Landlock ABI (0: none)
+  std::vector<CredentialsCopy> credentials;  // the --credentials files, read once
+  std::string sandbox_user;                  // the agent's uid's name (USER, LOGNAME)
+  int landlock_abi = 0;                      // the kernel's Landlock ABI (0: none)
 };
 
 base::Result<ResolvedRequest> Resolve(const DispatchRequest& given);

@@ -1,5 +1,6 @@
 #include "supervise/agent_process.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,10 +55,11 @@ void WriteAll(const char* text, size_t len) noexcept {
 // formats beyond strerror.
 struct ChildPlan {
   char* const* argv;
-  const std::string& prefix;
+  const std::string& prefix;  // "": the exec failure is reported, not said
   int tty_slave;
   const std::string& tty_prefix;
   int landlock_ruleset;
+  int exec_error_pipe;  // write end, close-on-exec: exec's errno when it fails
 };
 
 const std::string kLandlockPrefix = "ateam-sandbox supervise: cannot apply Landlock: ";
@@ -78,27 +80,59 @@ const std::string kLandlockPrefix = "ateam-sandbox supervise: cannot apply Landl
     }
   }
   ::execvp(plan.argv[0], plan.argv);
-  FailChild(plan.prefix, errno);
+  const int err = errno;
+  // The parent learns exec's errno here; a successful exec closes the pipe instead.
+  (void)::write(plan.exec_error_pipe, &err, sizeof(err));
+  const int code = ExecFailureExitCode(err);
+  if (plan.prefix.empty()) ::_exit(code);
+  FailChild(plan.prefix, err, code);
+}
+
+// The parent's side of the exec error pipe: exec's errno, or 0 once the pipe closed without
+// one (the exec succeeded, or the child failed before it and said why itself).
+int ReadExecError(int fd) {
+  int err = 0;
+  for (;;) {
+    ssize_t n = ::read(fd, &err, sizeof(err));
+    if (n < 0 && errno == EINTR) continue;
+    return n == static_cast<ssize_t>(sizeof(err)) ? err : 0;
+  }
 }
 
 }  // namespace
 
+int ExecFailureExitCode(int err) noexcept {
+  // As shells do: 127 for a command that is not there, 126 for one that cannot be run.
+  return err == ENOENT || err == ENOTDIR ? kExecFailedExit : kExecFailedExit - 1;
+}
+
 base::Result<AgentProcess> SpawnAgent(const std::vector<std::string>& command, int tty_slave,
-                                      int landlock_ruleset) {
+                                      int landlock_ruleset, bool report_exec_failure) {
   std::vector<char*> argv;
   argv.reserve(command.size() + 1);
   for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  const std::string prefix = "ateam-sandbox supervise: cannot run " + command.front() + ": ";
+  const std::string prefix = report_exec_failure
+                                 ? std::string()
+                                 : "ateam-sandbox supervise: cannot run " + command.front() + ": ";
   const std::string tty_prefix =
       "ateam-sandbox supervise: cannot give " + command.front() + " its terminal: ";
+  int error_pipe[2] = {-1, -1};
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) return base::ErrnoError("Can't make a pipe");
+  base::UniqueFd error_read(error_pipe[0]);
+  base::UniqueFd error_write(error_pipe[1]);
 
   // The pidfd exists from the agent's first instant, so no signal can reach a recycled pid.
   auto child = base::CloneWithPidfd(0, command.front().c_str());
   if (!child) return base::Error(child.error().err(), "Can't fork the agent", command.front());
-  if (child->pid == 0) ExecAgent({argv.data(), prefix, tty_slave, tty_prefix, landlock_ruleset});
+  if (child->pid == 0) {
+    ExecAgent({argv.data(), prefix, tty_slave, tty_prefix, landlock_ruleset, error_write.get()});
+  }
+  error_write.reset();
   AgentProcess agent;
   agent.pid = child->pid;
+  // Until the child's exec, which is quick: what it runs next is the agent.
+  agent.exec_errno = ReadExecError(error_read.get());
   agent.pidfd = std::move(child->pidfd);
   return agent;
 }

@@ -26,14 +26,17 @@ constexpr std::string_view kUsage =
     "usage: ateam-sandbox supervise --route ADDR:PORT=SOCKET_PATH [--route ...]\n"
     "                               [--probe-timeout-ms N]\n"
     "                               [--landlock PARTS [--landlock-write PATH ...]]\n"
-    "                               [--tty SOCKET_PATH [--tty-size ROWSxCOLS]] -- CMD [ARGS...]\n"
+    "                               [--tty SOCKET_PATH [--tty-size ROWSxCOLS]]\n"
+    "                               [--report SOCKET_PATH] -- CMD [ARGS...]\n"
     "Runs CMD as the tunnel supervisor (pid 1 of the sandbox): a private network namespace\n"
     "with only lo, one TCP listener per route on ADDR:PORT (127.77.0.2 .. 127.77.0.254)\n"
     "relayed to the Unix socket SOCKET_PATH. With --landlock (fs,net,scope), CMD may write\n"
     "only beneath each --landlock-write PATH and to the device files, connect over TCP\n"
     "only to the routes' ports, and signal or reach abstract sockets only in its own\n"
     "processes. With --tty, CMD runs in its own session on a terminal of the sandbox, whose\n"
-    "master is sent over the Unix socket SOCKET_PATH. Exits with CMD's exit status.\n";
+    "master is sent over the Unix socket SOCKET_PATH. With --report, a CMD that cannot be\n"
+    "started is reported over the Unix socket SOCKET_PATH. Exits with CMD's exit status\n"
+    "(127 when CMD is missing, 126 when it cannot be executed).\n";
 
 Error BadRoute(std::string_view text, const std::string& why) {
   return Error::Message("bad --route '" + std::string(text) + "': " + why);
@@ -55,13 +58,19 @@ Result<std::chrono::milliseconds> ParseProbeTimeout(std::string_view text) {
   return std::chrono::milliseconds(ms);
 }
 
-Result<SuperviseTty> ParseTtySocket(std::string_view text) {
+Result<relay::Endpoint> ParseSocketPath(std::string_view flag, std::string_view text) {
   if (text.empty() || text[0] != '/') {
-    return Error::Message("bad --tty '" + std::string(text) +
+    return Error::Message("bad " + std::string(flag) + " '" + std::string(text) +
                           "': the socket path must be absolute");
   }
   auto socket = relay::Endpoint::Unix(std::string(text));
-  if (!socket) return socket.error().WithContext("bad --tty '" + std::string(text) + "'");
+  if (!socket) return socket.error().WithContext("bad " + std::string(flag) + " '" + std::string(text) + "'");
+  return std::move(*socket);
+}
+
+Result<SuperviseTty> ParseTtySocket(std::string_view text) {
+  auto socket = ParseSocketPath("--tty", text);
+  if (!socket) return socket.error();
   return SuperviseTty{std::move(*socket)};
 }
 
@@ -183,6 +192,11 @@ Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args) {
     auto parsed = ParseTtySocket(*given->tty);
     if (!parsed) return parsed.error();
     config.tty = std::move(*parsed);
+  }
+  if (given->report) {
+    auto socket = ParseSocketPath("--report", *given->report);
+    if (!socket) return socket.error();
+    config.report = std::move(*socket);
   }
   if (given->tty_size) {
     if (!config.tty) return Error::Message("--tty-size needs --tty");

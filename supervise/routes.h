@@ -2,7 +2,8 @@
 // syntax), checked and parsed into plain data:
 //   supervise --route ADDR:PORT=SOCKET_PATH [--route ...] [--probe-timeout-ms N]
 //             [--landlock PARTS [--landlock-write PATH ...]]
-//             [--tty SOCKET_PATH [--tty-size ROWSxCOLS]] -- CMD [ARGS...]
+//             [--tty SOCKET_PATH [--tty-size ROWSxCOLS]] [--report SOCKET_PATH]
+//             -- CMD [ARGS...]
 // e.g. `--route 127.77.0.2:443=/run/ateam-tunnel/route-0.sock`.
 //
 // Who calls it: RunSuperviseCommand, in the supervisor process before any setup step. Pure:
@@ -51,7 +52,10 @@ struct SuperviseConfig {
   // inside) and to the sandbox's device files, TCP connect to the routes' ports. Without
   // --landlock, none.
   std::optional<security::LandlockPolicy> landlock;
-  std::optional<SuperviseTty> tty;   // --tty; none: the agent inherits fds 0-2
+  std::optional<SuperviseTty> tty;  // --tty; none: the agent inherits fds 0-2
+  // --report: where a command that could not be started is reported to `run`
+  // (supervise/start_report.h); none: the supervisor says it on stderr.
+  std::optional<relay::Endpoint> report;
   std::vector<std::string> command;  // argv of the agent, never empty
   bool help = false;                 // --help: print usage, run nothing
 };
@@ -64,7 +68,8 @@ base::Result<SuperviseRoute> ParseRoute(std::string_view text);
 // Parses the arguments after `supervise`. Options: --route VALUE / --route=VALUE (repeated),
 // --probe-timeout-ms N / --probe-timeout-ms=N (1..600000), --landlock PARTS,
 // --landlock-write PATH (repeated; needs --landlock), --tty SOCKET_PATH (absolute),
-// --tty-size ROWSxCOLS (1..65535 each; only with --tty), --help. The command starts after
+// --tty-size ROWSxCOLS (1..65535 each; only with --tty), --report SOCKET_PATH (absolute),
+// --help. The command starts after
 // `--`, or at the first argument that does not start with '-'. Rejected besides bad values:
 // unknown options, a missing command, the same listen address twice.
 base::Result<SuperviseConfig> ParseSuperviseArgs(std::span<const std::string> args);

@@ -1,13 +1,17 @@
 #include "supervise/supervisor.h"
 
+#include <poll.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -43,6 +47,31 @@ Result<UniqueFd> TakeOverSignals() {
   // The relay already sends with MSG_NOSIGNAL; this covers any other write to a closed peer.
   if (::signal(SIGPIPE, SIG_IGN) == SIG_ERR) return ErrnoError("Can't ignore SIGPIPE");
   return fd;
+}
+
+// Tells `run` over the --report channel that the command could not be started
+// ("exec-failed ERRNO\n"), then waits until `run` closes its end (it has read the line), so
+// that the supervisor, whose exit ends the sandbox, is still there to be checked as the
+// channel's peer. Best effort: without an answer the exit code alone says it.
+void ReportExecFailure(int channel, int err, std::chrono::milliseconds timeout) {
+  const std::string line = "exec-failed " + std::to_string(err) + "\n";
+  if (::send(channel, line.data(), line.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(line.size())) {
+    return;
+  }
+  (void)::shutdown(channel, SHUT_WR);
+  pollfd wait{channel, POLLIN, 0};
+  char sink[64];
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    int ready = ::poll(&wait, 1, static_cast<int>(left.count()) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return;
+    ssize_t n = ::recv(channel, sink, sizeof(sink), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;  // closed: read
+  }
 }
 
 // The running sandbox: the loop, the agent and the signal stream (the routes' listeners are
@@ -148,6 +177,14 @@ void Supervision::KillAgent() {
 Result<int> RunSupervisor(const SuperviseConfig& config) {
   auto signal_fd = TakeOverSignals();
   if (!signal_fd) return signal_fd.error();
+  // The report channel is connected first, while nothing else runs in the sandbox: `run`
+  // takes only the first connection, which is this one.
+  UniqueFd report;
+  if (config.report) {
+    auto channel = config.report->Connect(config.probe_timeout);
+    if (!channel) return channel.error();
+    report = std::move(*channel);
+  }
   if (auto net = EnterPrivateNetwork(); !net) return net.error();
   // Every route is handed over before the fork: a failure here needs no agent to be killed.
   if (auto routes = HandOverRouteListeners(config); !routes) return routes.error();
@@ -174,10 +211,15 @@ Result<int> RunSupervisor(const SuperviseConfig& config) {
     tty_slave = std::move(*slave);
     supervision.ContinueStoppedAgent();
   }
-  auto agent = SpawnAgent(config.command, tty_slave.get(), landlock.get());
+  auto agent =
+      SpawnAgent(config.command, tty_slave.get(), landlock.get(), static_cast<bool>(report));
   // Only the agent's session keeps the terminal open: when it is gone, `run` reads EIO.
   tty_slave.reset();
   if (!agent) return agent.error();
+  if (agent->exec_errno != 0 && report) {
+    ReportExecFailure(report.get(), agent->exec_errno, config.probe_timeout);
+  }
+  report.reset();
   if (auto watch = supervision.Watch(std::move(*agent)); !watch) return watch.error();
   return supervision.Run();
 }

@@ -7,7 +7,8 @@
 // Irreversible for the calling process.
 //
 // Steps, in order (docs/tunnel.md):
-//   1. block SIGCHLD/SIGTERM/SIGINT (read through a signalfd), ignore SIGPIPE;
+//   1. block SIGCHLD/SIGTERM/SIGINT (read through a signalfd), ignore SIGPIPE; with --report,
+//      connect the report channel (a command exec cannot start is reported there);
 //   2. unshare(CLONE_NEWNET), check the netns owner, bring lo up;
 //   3. bind one TCP listener per route, connect each route's handoff channel (the probe),
 //      send the listener over it and close both (HandOverRouteListeners): the host relay

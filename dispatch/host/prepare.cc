@@ -58,16 +58,28 @@ std::optional<std::string> FindInPath(const std::string& name,
 
 }  // namespace
 
+std::vector<std::string> PresetEndpoints(const DispatchRequest& request) {
+  if (request.no_default_allow) return {};
+  AgentProfile profile = ProfileFor(request.agent);
+  std::vector<std::string> endpoints;
+  if (!profile.default_endpoint.empty()) endpoints.push_back(profile.default_endpoint);
+  endpoints.insert(endpoints.end(), profile.extra_endpoints.begin(), profile.extra_endpoints.end());
+  if (request.agent_telemetry) {
+    endpoints.insert(endpoints.end(), profile.telemetry_endpoints.begin(),
+                     profile.telemetry_endpoints.end());
+  }
+  return endpoints;
+}
+
 base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchRequest& request) {
   std::vector<std::string> specs = request.allow;
-  AgentProfile profile = ProfileFor(request.agent);
-  if (!request.no_default_allow && !profile.default_endpoint.empty()) {
+  for (const std::string& endpoint : PresetEndpoints(request)) {
+    // An --allow of the same host (to a stand-in, another kind) takes its place.
     bool named = std::any_of(specs.begin(), specs.end(), [&](const std::string& s) {
-      return s == profile.default_endpoint || s.starts_with(profile.default_endpoint + ":") ||
-             s.starts_with(profile.default_endpoint + "=") ||
-             s.starts_with(profile.default_endpoint + ",");
+      return s == endpoint || s.starts_with(endpoint + ":") || s.starts_with(endpoint + "=") ||
+             s.starts_with(endpoint + ",");
     });
-    if (!named) specs.push_back(profile.default_endpoint);
+    if (!named) specs.push_back(endpoint);
   }
   if (specs.size() > netns::kMaxRoutes) {
     return base::Error::Message(

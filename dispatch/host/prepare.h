@@ -19,8 +19,12 @@
 
 namespace sbx::dispatch {
 
-// --allow values plus the preset's endpoint, parsed and checked: valid names, ports
-// 1-65535, no duplicate host, no more routes than tunnel addresses.
+// The hosts the --agent preset allows by itself: its API and sign-in hosts, and its
+// telemetry hosts with --agent-telemetry; none with --no-default-allow.
+std::vector<std::string> PresetEndpoints(const DispatchRequest& request);
+
+// --allow values plus the preset's endpoints (an --allow of the same host replaces one), parsed and
+// checked: valid names, ports 1-65535, no duplicate host, no more routes than tunnel addresses.
 base::Result<std::vector<relay::Route>> ParseDispatchRoutes(const DispatchRequest& request);
 
 // Which host ids the sandbox runs as: none for an unprivileged caller (its own); for

@@ -67,12 +67,18 @@ std::string SandboxResolvConf() {
          "options attempts:1 timeout:1\n";
 }
 
-base::Result<SandboxFiles> SandboxFiles::Make(const std::optional<std::string>& credentials) {
+base::Result<SandboxFiles> SandboxFiles::Make(const std::vector<CredentialsCopy>& credentials,
+                                              const std::vector<HomeFile>& agent_state) {
   SandboxFiles files;
-  if (credentials) {
-    auto fd = SealedMemfd("ateam-credentials", *credentials);
+  for (const CredentialsCopy& copy : credentials) {
+    auto fd = SealedMemfd("ateam-credentials", copy.content);
     if (!fd) return fd.error();
-    files.credentials = std::move(*fd);
+    files.credentials.push_back({copy.dest, std::move(*fd)});
+  }
+  for (const HomeFile& file : agent_state) {
+    auto fd = SealedMemfd("ateam-agent-state", file.content);
+    if (!fd) return fd.error();
+    files.agent_state.push_back({file.dest, std::move(*fd)});
   }
   if (CanCoverResolvConf()) {
     auto fd = SealedMemfd("ateam-resolv.conf", SandboxResolvConf());
@@ -82,9 +88,11 @@ base::Result<SandboxFiles> SandboxFiles::Make(const std::optional<std::string>& 
   return files;
 }
 
-void SandboxFiles::AddTo(DispatchHostPaths& paths) const {
-  paths.credentials_fd = credentials ? credentials.get() : -1;
-  paths.resolv_conf_fd = resolv_conf ? resolv_conf.get() : -1;
+std::vector<HomeFd> SandboxFiles::Borrow(const std::vector<Fd>& files) {
+  std::vector<HomeFd> fds;
+  fds.reserve(files.size());
+  for (const Fd& file : files) fds.push_back({file.dest, file.fd.get()});
+  return fds;
 }
 
 }  // namespace sbx::dispatch

@@ -105,11 +105,13 @@ runtime::Plan AgentViewPlan(const runtime::Plan& plan, const std::vector<std::st
 std::string RunnableBwrapLine(const runtime::Plan& agent_plan, const std::string& bwrap_path,
                               const std::optional<runtime::SandboxSpec::HostIds>& run_as,
                               bool leased) {
-  // The generated files (/etc/resolv.conf, the credentials' copy) come from fds of `run`
-  // that a shell running this line does not have: left out, as /etc/hosts is.
+  // The generated files (/etc/resolv.conf, the credentials' copies, the agent's state) come
+  // from fds of `run` that a shell running this line does not have: left out, as /etc/hosts
+  // is.
   runtime::Plan runnable = agent_plan;
   std::erase_if(runnable.ops, [](const runtime::PlanOp& op) {
-    return std::holds_alternative<runtime::BindDataOp>(op);
+    return std::holds_alternative<runtime::BindDataOp>(op) ||
+           std::holds_alternative<runtime::FileOp>(op);
   });
   std::string line = runtime::RenderBwrapCommandLine(runnable, bwrap_path);
   if (!run_as) return line;

@@ -47,9 +47,11 @@ std::optional<std::string> HostValue(const std::vector<std::string>& env, const 
   return std::nullopt;
 }
 
-base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& request,
-                                                        const DispatchHostPaths& paths,
-                                                        const AgentProfile& profile) {
+}  // namespace
+
+base::Result<std::vector<std::string>> BuildSandboxEnvironment(const DispatchRequest& request,
+                                                               const DispatchHostPaths& paths) {
+  const AgentProfile profile = ProfileFor(request.agent);
   // An agent installed outside /usr (npm with a prefix) is found first, by its own name.
   std::string path = "/usr/local/bin:/usr/bin:/bin";
   if (!paths.agent_bin_dir.empty()) path = paths.agent_bin_dir + ":" + path;
@@ -77,6 +79,11 @@ base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& r
   for (const auto& name : names) {
     if (auto entry = HostValue(paths.host_env, name)) env.push_back(*entry);
   }
+  // The preset keeps the agent from traffic that has no route out (update checks,
+  // telemetry, error reports) unless --agent-telemetry allows the telemetry hosts.
+  if (!request.agent_telemetry) {
+    env.insert(env.end(), profile.quiet_env.begin(), profile.quiet_env.end());
+  }
   for (const auto& assignment : request.set_env) {
     auto eq = assignment.find('=');
     if (eq == 0 || eq == std::string::npos) {
@@ -89,22 +96,28 @@ base::Result<std::vector<std::string>> BuildEnvironment(const DispatchRequest& r
   return env;
 }
 
-void AddHome(runtime::SandboxSpec& spec, const DispatchRequest& request,
-             const DispatchHostPaths& paths, const AgentProfile& profile) {
+namespace {
+
+void AddHome(runtime::SandboxSpec& spec, const DispatchHostPaths& paths,
+             const AgentProfile& profile) {
   spec.ops.emplace_back(runtime::TmpfsOp{.dest = kSandboxHome, .perms = 0700});
   for (const auto& dir : profile.state_dirs) {
     spec.ops.emplace_back(
         runtime::DirOp{.dest = fmt::format("{}/{}", kSandboxHome, dir), .perms = 0700});
   }
-  if (request.credentials) {
-    // CheckRequestPaths made sure DEST stays inside the home. A copy, not the host's file:
-    // the sandbox's uid owns it (mode 0400) whoever owns the original, and it is read-only.
-    CredentialsSpec creds = SplitCredentials(*request.credentials, profile);
-    spec.ops.emplace_back(
-        runtime::BindDataOp{.fd = paths.credentials_fd,
-                            .dest = fmt::format("{}/{}", kSandboxHome, creds.dest),
-                            .read_only = true,
-                            .perms = 0400});
+  // The preset's state, the agent's to rewrite (dispatch/plan/agent_state.h).
+  for (const HomeFd& file : paths.agent_state) {
+    spec.ops.emplace_back(runtime::FileOp{
+        .fd = file.fd, .dest = fmt::format("{}/{}", kSandboxHome, file.dest), .perms = 0600});
+  }
+  // CheckRequestPaths made sure each DEST stays inside the home. A copy, not the host's
+  // file: the sandbox's uid owns it (mode 0400) whoever owns the original, and it is
+  // read-only.
+  for (const HomeFd& file : paths.credentials) {
+    spec.ops.emplace_back(runtime::BindDataOp{.fd = file.fd,
+                                              .dest = fmt::format("{}/{}", kSandboxHome, file.dest),
+                                              .read_only = true,
+                                              .perms = 0400});
   }
 }
 
@@ -117,6 +130,12 @@ void AddTunnel(runtime::SandboxSpec& spec, const DispatchHostPaths& paths) {
     spec.ops.emplace_back(runtime::BindOp{.source = paths.route_sockets[i],
                                           .dest = contract::RouteSocketInside(i),
                                           .read_only = true});
+  }
+  if (!paths.report_socket.empty()) {
+    spec.ops.emplace_back(
+        runtime::BindOp{.source = paths.report_socket,
+                        .dest = contract::ReportSocketInside(),
+                        .read_only = true});
   }
   if (!paths.tty_socket.empty()) {
     spec.ops.emplace_back(runtime::BindOp{
@@ -137,6 +156,7 @@ std::vector<std::string> SupervisorCommand(const DispatchRequest& request,
   for (size_t i = 0; i < paths.route_listen.size(); ++i) {
     args.routes.push_back({paths.route_listen[i], contract::RouteSocketInside(i)});
   }
+  if (!paths.report_socket.empty()) args.report = contract::ReportSocketInside();
   if (!paths.tty_socket.empty()) {
     args.tty = contract::TtySocketInside();
     if (!paths.tty_size.empty()) args.tty_size = paths.tty_size;
@@ -152,7 +172,7 @@ void AddReadOnlySystem(runtime::SandboxSpec& spec) { AddSystemRuntime(spec); }
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
                                                      const DispatchHostPaths& paths) {
   if (request.command.empty()) return base::Error::Message("no command given after --");
-  if (request.credentials && paths.credentials_fd < 0) {
+  if (request.credentials.size() != paths.credentials.size()) {
     return base::Error::Message("--credentials: no copy of the file was made");
   }
   AgentProfile profile = ProfileFor(request.agent);
@@ -164,7 +184,7 @@ base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& requ
   spec.ops.emplace_back(runtime::DevOp{.dest = "/dev"});
   spec.ops.emplace_back(runtime::TmpfsOp{.dest = kShmDir, .perms = 01777});
   spec.ops.emplace_back(runtime::TmpfsOp{.dest = "/tmp", .perms = 01777});
-  AddHome(spec, request, paths, profile);
+  AddHome(spec, paths, profile);
   AddTunnel(spec, paths);
   for (const auto& path : request.ro_paths)
     spec.ops.emplace_back(runtime::BindOp{.source = path, .dest = path, .read_only = true});
@@ -178,7 +198,7 @@ base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& requ
   }
   spec.ops.emplace_back(runtime::SetHostnameOp{.hostname = "ateam-sandbox"});
   spec.chdir = paths.workspace;
-  auto env = BuildEnvironment(request, paths, profile);
+  auto env = BuildSandboxEnvironment(request, paths);
   if (!env) return env.error();
   spec.env = std::move(*env);
   // What the supervisor needs for the network namespace and its listeners; it drops every
@@ -200,17 +220,26 @@ base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& requ
 AgentProfile ProfileFor(AgentPreset preset) {
   switch (preset) {
     case AgentPreset::kClaude:
-      return {"claude",
-              {".claude"},
-              ".claude/.credentials.json",
-              "api.anthropic.com",
-              {"ANTHROPIC_API_KEY", "NODE_EXTRA_CA_CERTS"}};
+      // platform.claude.com: the sign-in host, whose /v1/oauth/hello claude checks before
+      // its first screen and where an OAuth login's token is refreshed.
+      return {.binary = "claude",
+              .state_dirs = {".claude"},
+              .credentials_dest = ".claude/.credentials.json",
+              .default_endpoint = "api.anthropic.com",
+              .extra_endpoints = {"platform.claude.com"},
+              .telemetry_endpoints = {"http-intake.logs.us5.datadoghq.com"},
+              .quiet_env = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+                            "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"},
+              .env = {"ANTHROPIC_API_KEY", "NODE_EXTRA_CA_CERTS"}};
     case AgentPreset::kOpencode:
-      return {"opencode",
-              {".local/share/opencode", ".config/opencode"},
-              ".local/share/opencode/auth.json",
-              "api.openai.com",
-              {"OPENAI_API_KEY", "NODE_EXTRA_CA_CERTS"}};
+      return {.binary = "opencode",
+              .state_dirs = {".local/share/opencode", ".config/opencode"},
+              .credentials_dest = ".local/share/opencode/auth.json",
+              .default_endpoint = "api.openai.com",
+              .extra_endpoints = {},
+              .telemetry_endpoints = {},
+              .quiet_env = {"OPENCODE_DISABLE_AUTOUPDATE=1"},
+              .env = {"OPENAI_API_KEY", "NODE_EXTRA_CA_CERTS"}};
     case AgentPreset::kNone:
       break;
   }

@@ -1,5 +1,5 @@
 // The dispatch layout (docs/threat-model.md) as a runtime::SandboxSpec: read-only host system,
-// throwaway home and /tmp, one read-only credentials file, the tunnel directory, a generated
+// throwaway home and /tmp, read-only credentials files, the tunnel directory, a generated
 // /etc/hosts, the workspace and the out dir as the only writable places, an allowlisted
 // environment, every namespace new (the network one is made by the supervisor, pid 1).
 #pragma once
@@ -26,6 +26,13 @@ inline constexpr const char* kShmDir = "/dev/shm";  // its own tmpfs, sized apar
 // The socket the agent's terminal is handed over on (--tty), in the state directory and in
 // kTunnelDir.
 using contract::kTtySocketName;
+using contract::kReportSocketName;
+
+// A file the setup writes into the home from an fd of `run`'s.
+struct HomeFd {
+  std::string dest;  // relative to the home
+  int fd = -1;
+};
 
 // Everything resolved on the host before the layout is built.
 struct DispatchHostPaths {
@@ -43,13 +50,21 @@ struct DispatchHostPaths {
   // terminal and the command.
   contract::SupervisorArgs supervisor_args;
   std::string sandbox_user = "ateam-sandbox";  // the agent's uid's name (USER, LOGNAME)
-  std::string tty_socket = {};  // host path of the tty handover socket ("" without --tty)
-  std::string tty_size = {};    // "ROWSxCOLS" for the agent's terminal ("" unknown)
-  // dispatch/host/sandbox_files.h: the copy of the --credentials file (required with it) and the
-  // generated /etc/resolv.conf (-1: the host's is left as it is).
-  int credentials_fd = -1;
+  std::string tty_socket = {};     // host path of the tty handover socket ("" without --tty)
+  std::string report_socket = {};  // host path of the start report socket (start_report.h)
+  std::string tty_size = {};       // "ROWSxCOLS" for the agent's terminal ("" unknown)
+  // dispatch/host/sandbox_files.h: the copies of the --credentials files (one for each, in
+  // order), the preset's state files and the generated /etc/resolv.conf (-1: the host's is
+  // left as it is).
+  std::vector<HomeFd> credentials = {};
+  std::vector<HomeFd> agent_state = {};
   int resolv_conf_fd = -1;
 };
+
+// The agent's environment: HOME, PATH, the git identity, the preset's settings, the
+// variables passed through from `paths.host_env`, --setenv last.
+base::Result<std::vector<std::string>> BuildSandboxEnvironment(const DispatchRequest& request,
+                                                               const DispatchHostPaths& paths);
 
 base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& request,
                                                      const DispatchHostPaths& paths);

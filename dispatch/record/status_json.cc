@@ -28,6 +28,10 @@ std::string_view ReasonName(DispatchReason reason) {
       return "harvest-failed";
     case DispatchReason::kRunning:
       return "running";
+    case DispatchReason::kCommandNotFound:
+      return "command-not-found";
+    case DispatchReason::kCommandNotExecutable:
+      return "command-not-executable";
   }
   return "runtime-error";
 }
@@ -68,6 +72,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"reason\": {},\n"
       "  \"stop_signal\": {},\n"
       "  \"error\": {},\n"
+      "  \"network_note\": {},\n"
       "  \"limits\": {},\n"
       "  \"started_at\": {},\n"
       "  \"landlock\": {{\"abi\": {}, \"enforced\": [{}]}},\n"
@@ -80,7 +85,8 @@ std::string RenderStatusJson(const DispatchResult& r) {
       JsonQuote(r.id), JsonQuote(r.workspace), JsonQuote(r.out),
       JsonQuote(r.backend == DispatchBackend::kNative ? "native" : "bwrap"), routes,
       r.reason == DispatchReason::kRunning ? "null" : fmt::format("{}", r.exit_code), signal,
-      signal_name, JsonQuote(ReasonName(r.reason)), stop_signal, error, r.limits_json,
+      signal_name, JsonQuote(ReasonName(r.reason)), stop_signal, error,
+      r.network_note.empty() ? "null" : JsonQuote(r.network_note), r.limits_json,
       JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
       r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
       r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);

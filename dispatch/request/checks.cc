@@ -71,32 +71,54 @@ CredentialsSpec SplitCredentials(const std::string& value, const AgentProfile& p
   return spec;
 }
 
-base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd, bool root_caller,
-                               std::string* credentials_content) {
-  if (auto st = CheckBindPaths(request.ro_paths, "--ro", cwd); !st) return st;
-  if (auto st = CheckBindPaths(request.rw_paths, "--rw", cwd); !st) return st;
-  if (!request.credentials) return {};
-  CredentialsSpec creds = SplitCredentials(*request.credentials, ProfileFor(request.agent));
+namespace {
+
+// DEST relative to the home, or why it is refused: a file below the home, given relative
+// to it or absolute (the path the sandbox shows, /home/ateam-sandbox/...).
+base::Result<std::string> CredentialsDest(const CredentialsSpec& creds) {
+  const std::string home = "/home/ateam-sandbox";
   if (creds.dest.empty()) {
     return base::Error::Message(fmt::format(
         "--credentials {}: no --agent preset names a destination; give SRC:DEST, DEST relative "
         "to the home (e.g. {}:.config/tool/token)",
         creds.source, creds.source));
   }
-  std::string inside = Normalize(creds.dest, "/home/ateam-sandbox");
-  if (creds.dest.starts_with('/') || !Covers("/home/ateam-sandbox", inside) ||
-      inside == "/home/ateam-sandbox") {
-    return base::Error::Message(
-        fmt::format("--credentials: DEST '{}' must be a file path relative to the home, inside it",
-                    creds.dest));
+  std::string inside = Normalize(creds.dest, home);
+  if (!Covers(home, inside) || inside == home || creds.dest.ends_with('/')) {
+    return base::Error::Message(fmt::format(
+        "--credentials {}: DEST '{}' must be a file inside the home, relative to it or below {}",
+        creds.source, creds.dest, home));
   }
-  // Read once, here, before anything is created: the sandbox's copy is made of this
-  // content (dispatch/host/sandbox_files.h).
-  std::string source = Normalize(creds.source, cwd);
-  auto content = ReadCredentialsFile(source, creds.source, root_caller);
-  if (!content) return content.error();
-  if (credentials_content != nullptr) *credentials_content = std::move(*content);
-  request.credentials = source + ":" + creds.dest;
+  return inside.substr(home.size() + 1);
+}
+
+}  // namespace
+
+base::Status CheckRequestPaths(DispatchRequest& request, const std::string& cwd, bool root_caller,
+                               std::vector<CredentialsCopy>* credentials) {
+  if (auto st = CheckBindPaths(request.ro_paths, "--ro", cwd); !st) return st;
+  if (auto st = CheckBindPaths(request.rw_paths, "--rw", cwd); !st) return st;
+  std::vector<std::string> checked;
+  std::vector<CredentialsCopy> copies;
+  for (const std::string& value : request.credentials) {
+    CredentialsSpec creds = SplitCredentials(value, ProfileFor(request.agent));
+    auto dest = CredentialsDest(creds);
+    if (!dest) return dest.error();
+    if (std::any_of(copies.begin(), copies.end(),
+                    [&](const CredentialsCopy& c) { return c.dest == *dest; })) {
+      return base::Error::Message(fmt::format(
+          "--credentials {}: a second file for ~/{}; give each its own DEST", creds.source, *dest));
+    }
+    // Read once, here, before anything is created: the sandbox's copy is made of this
+    // content (dispatch/host/sandbox_files.h).
+    std::string source = Normalize(creds.source, cwd);
+    auto content = ReadCredentialsFile(source, creds.source, root_caller);
+    if (!content) return content.error();
+    copies.push_back({*dest, std::move(*content)});
+    checked.push_back(source + ":" + *dest);
+  }
+  request.credentials = std::move(checked);
+  if (credentials != nullptr) *credentials = std::move(copies);
   return {};
 }
 

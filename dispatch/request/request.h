@@ -22,14 +22,15 @@ struct DispatchRequest {
   std::optional<std::string> workspace;       // --workspace: used as is
   std::optional<std::string> workspace_root;  // --workspace-root: where clones go
   std::optional<std::string> out;             // --out
-  std::optional<std::string> credentials;     // --credentials SRC[:DEST]
+  std::vector<std::string> credentials;       // --credentials SRC[:DEST] (repeatable)
   AgentPreset agent = AgentPreset::kNone;
   std::vector<std::string> env_names;       // --env NAME
   std::vector<std::string> set_env;         // --setenv NAME=VALUE
   std::vector<std::string> ro_paths;        // --ro PATH
   std::vector<std::string> rw_paths;        // --rw PATH
   std::vector<std::string> allow;           // --allow HOST[:PORT][=ADDR:PORT]
-  bool no_default_allow = false;            // --no-default-allow: not even the preset's endpoint
+  bool no_default_allow = false;            // --no-default-allow: not even the preset's endpoints
+  bool agent_telemetry = false;             // --agent-telemetry: the preset's telemetry too
   std::vector<std::string> broker_secrets;  // --broker-secret HOST:HEADER=@FILE|$NAME
   std::optional<std::string> broker_ca;     // --broker-ca FILE (dispatch/plan/broker_setup.h)
   std::optional<std::string> ledger;        // --ledger FILE
@@ -62,8 +63,14 @@ struct AgentProfile {
   std::string binary;                   // looked up in the caller's PATH ("" for none)
   std::vector<std::string> state_dirs;  // created in the throwaway home
   std::string credentials_dest;         // default DEST for --credentials, relative to HOME
-  std::string default_endpoint;         // allowed unless --no-default-allow
-  std::vector<std::string> env;         // host variables passed through when set
+  std::string default_endpoint;         // the API: allowed unless --no-default-allow
+  // What else the agent reaches to start and work (its sign-in host): allowed with the API.
+  std::vector<std::string> extra_endpoints;
+  // Where it sends telemetry and error reports: allowed only with --agent-telemetry; without
+  // it, `quiet_env` tells the agent not to try.
+  std::vector<std::string> telemetry_endpoints;
+  std::vector<std::string> quiet_env;  // NAME=VALUE set unless --agent-telemetry
+  std::vector<std::string> env;        // host variables passed through when set
 };
 AgentProfile ProfileFor(AgentPreset preset);
 

@@ -17,15 +17,17 @@ inline constexpr int kTimeoutExit = 124;
 
 // How a dispatch ended (the status document's `reason`).
 enum class DispatchReason {
-  kExited,         // the agent exited by itself (also after a stop signal it handled)
-  kSignaled,       // a signal ended the agent's sandbox
-  kOom,            // the memory limit: the kernel's OOM killer ended it
-  kTimeout,        // --timeout expired: the sandbox was killed whole
-  kInterrupted,    // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
-  kRuntimeError,   // the runtime failed (setup, bad input): `error` says why
-  kDryRun,         // --dry-run: nothing ran
-  kHarvestFailed,  // the agent ended, but its --patch could not be written (patch_error)
-  kRunning,        // not ended yet: the record `run` writes before the agent starts
+  kExited,           // the agent exited by itself (also after a stop signal it handled)
+  kSignaled,         // a signal ended the agent's sandbox
+  kOom,              // the memory limit: the kernel's OOM killer ended it
+  kTimeout,          // --timeout expired: the sandbox was killed whole
+  kInterrupted,      // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
+  kRuntimeError,     // the runtime failed (setup, bad input): `error` says why
+  kDryRun,           // --dry-run: nothing ran
+  kHarvestFailed,    // the agent ended, but its --patch could not be written (patch_error)
+  kCommandNotFound,  // the command is not there (exit 127): `error` says what would help
+  kCommandNotExecutable,  // the command is there but cannot be executed (exit 126)
+  kRunning,  // not ended yet: the record `run` writes before the agent starts
 };
 std::string_view ReasonName(DispatchReason reason);
 
@@ -47,7 +49,10 @@ struct DispatchResult {
   std::optional<int> signal;  // the signal that ended the agent (or the sandbox)
   DispatchReason reason = DispatchReason::kRuntimeError;
   std::optional<int> stop_signal;  // the SIGINT/SIGTERM/SIGHUP `run` got, passed to the agent
-  std::string error;               // one line, for kRuntimeError
+  std::string error;               // one line, for kRuntimeError and the command kinds
+  // Said when the agent exited non-zero under the default Landlock network rule, which the
+  // runtime cannot see it run into (dispatch.cc NoteLandlockNetwork).
+  std::string network_note;
   std::string started_at;
   int landlock_abi = 0;                     // the kernel's Landlock ABI (0: none)
   std::vector<std::string> landlock_parts;  // the Landlock parts applied to the agent

@@ -6,6 +6,9 @@
 // reached) rather than passing without having run them.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <regex>
@@ -18,12 +21,6 @@ namespace sbx::integration::run {
 namespace {
 
 constexpr char kApiHost[] = "api.anthropic.com";
-
-// What keeps claude from its background traffic (update checks, telemetry, error reports):
-// only the request under test should reach the fake.
-constexpr const char* kClaudeQuiet[] = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-                                        "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1",
-                                        "DISABLE_ERROR_REPORTING=1"};
 
 std::string RealPath(const std::string& path) {
   char resolved[PATH_MAX];
@@ -84,7 +81,9 @@ TEST_F(RunAgentTest, OpencodeVersion) { ExpectVersion("opencode"); }
 
 // `claude -p hello` against a fake api.anthropic.com: the agent resolves the name to its
 // tunnel address, the relay carries the connection to 127.0.0.1:PORT, and the fake's
-// certificate is trusted through NODE_EXTRA_CA_CERTS (the CA file bound read-only).
+// certificate is trusted through NODE_EXTRA_CA_CERTS (the CA file bound read-only). The
+// preset keeps claude's background traffic (update checks, telemetry) in by itself: only
+// the request under test reaches the fake.
 TEST_F(RunAgentTest, ClaudePromptThroughTunnel) {
   FakeAnthropic api;
   ASSERT_TRUE(api.ok()) << api.failure();
@@ -93,10 +92,9 @@ TEST_F(RunAgentTest, ClaudePromptThroughTunnel) {
                 "--setenv",  "NODE_EXTRA_CA_CERTS=" + api.ca_path(),
                 "--setenv",  "ANTHROPIC_API_KEY=sk-ant-sbx-test-not-a-real-key",
                 "--timeout", "120"};
-  for (const char* setting : kClaudeQuiet) {
-    extra.emplace_back("--setenv");
-    extra.emplace_back(setting);
-  }
+  ClosedPort closed;  // the sign-in host, not used with a key: pointed nowhere
+  extra.insert(extra.end(),
+               {"--allow", "platform.claude.com=127.0.0.1:" + std::to_string(closed.port())});
   RunResult res = RunAteam(AgentOptions("claude", extra), {"claude", "-p", "hello"},
                            HostOptions(std::chrono::seconds(150)));
   std::string log = api.Log();
@@ -112,6 +110,43 @@ TEST_F(RunAgentTest, ClaudePromptThroughTunnel) {
   for (std::string line; std::getline(lines, line);) {
     EXPECT_EQ(line.rfind(std::string("request sni=") + kApiHost + " ", 0), 0U) << line;
   }
+}
+
+// The README's example as written, `--agent claude --credentials ~/.claude/.credentials.json
+// -- claude -p ...`, with a login's credentials file (an OAuth token, as `claude` writes it
+// after a login) and the preset's two hosts pointed at the fake.
+TEST_F(RunAgentTest, ClaudeReadmeExampleWithLoginCredentials) {
+  FakeAnthropic api;
+  ASSERT_TRUE(api.ok()) << api.failure();
+  RootTempDir host;
+  const std::string creds = host.Sub("credentials.json");
+  // Valid for a day from now (milliseconds), so nothing needs a refresh.
+  const long long expires =
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          (std::chrono::system_clock::now() + std::chrono::hours(24)).time_since_epoch())
+          .count();
+  WriteFile(creds,
+            "{\"claudeAiOauth\": {\"accessToken\": \"sk-ant-oat01-sbx-test-token\", "
+            "\"refreshToken\": \"sk-ant-ort01-sbx-test-refresh\", \"expiresAt\": " +
+                std::to_string(expires) +
+                ", \"scopes\": [\"user:inference\", \"user:profile\"], "
+                "\"subscriptionType\": \"pro\"}}\n");
+  ASSERT_EQ(chmod(creds.c_str(), 0600), 0);
+  const std::string to = "=127.0.0.1:" + std::to_string(api.port());
+  Args extra = {"--credentials", creds,
+                "--allow",       std::string(kApiHost) + to,
+                "--allow",       "platform.claude.com" + to,
+                "--ro",          api.ca_path(),
+                "--setenv",      "NODE_EXTRA_CA_CERTS=" + api.ca_path(),
+                "--timeout",     "120"};
+  RunResult res = RunAteam(AgentOptions("claude", extra), {"claude", "-p", "fix the failing test"},
+                           HostOptions(std::chrono::seconds(150)));
+  std::string log = api.Log();
+  EXPECT_EQ(res.exit_code, 0) << Describe(res) << "\nfake server log:\n" << log;
+  EXPECT_NE(res.out.find(kFakeReply), std::string::npos) << Describe(res) << "\n" << log;
+  // The login's token is what the API saw.
+  EXPECT_NE(log.find("method=POST path=/v1/messages"), std::string::npos) << log;
+  EXPECT_NE(log.find("auth=Bearer+sk-ant-oat01-sbx-test-token"), std::string::npos) << log;
 }
 
 }  // namespace

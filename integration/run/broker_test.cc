@@ -299,6 +299,10 @@ TEST_F(RunBrokerTest, ClaudePromptThroughABrokerRouteHoldsNoKeyInside) {
   ASSERT_TRUE(api.ok()) << api.failure();
   Args options = BrokerOptions(api);
   options.insert(options.end(), {"--agent", "claude", "--timeout", "150"});
+  // The preset's sign-in host, unused with a key: pointed at a closed local port.
+  ClosedPort closed;
+  options.insert(options.end(),
+                 {"--allow", "platform.claude.com=127.0.0.1:" + std::to_string(closed.port())});
   for (const char* setting : kClaudeQuiet) options.insert(options.end(), {"--setenv", setting});
   // After claude: what the agent could have kept, copied where the host can read it.
   const std::string wrapper =

@@ -220,7 +220,7 @@ void ExpectIsolated(const Report& r, const Side& me, const std::string& who) {
   id = id.substr(id.rfind('/') + 1);
   EXPECT_EQ(Get(r, "root_ls"), "workspace ") << who;
   EXPECT_EQ(Get(r, "dispatches_ls"), id + " ") << who << ": other dispatches visible";
-  EXPECT_EQ(Get(r, "tunnel_ls"), "route-0.sock route-1.sock supervisor ") << who;
+  EXPECT_EQ(Get(r, "tunnel_ls"), "report.sock route-0.sock route-1.sock supervisor ") << who;
   EXPECT_EQ(Get(r, "own_procs"), "1") << who;
   EXPECT_EQ(Get(r, "other_procs"), "0") << who << ": host or other dispatch processes visible";
   EXPECT_LE(std::stoi(Get(r, "pids")), 8) << who << ": pids " << Get(r, "pids");

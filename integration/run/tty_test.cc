@@ -309,10 +309,12 @@ TEST_F(RunTtyTest, LastOutputIsNotLost) {
 namespace sbx::integration::run {
 namespace {
 
-// The real claude's full-screen UI, as a user meets it: the first screen at the terminal's
-// size, a prompt typed and answered (by the fake api.anthropic.com, through the tunnel), and
-// Ctrl-C twice to leave. Its configuration (onboarding done, the workspace trusted, the
-// test key approved) is prepared in the workspace, as a user's ~/.claude.json would hold it.
+// The real claude's full-screen UI, as a user meets it with the README's example
+// (`--agent claude --credentials ~/.claude/.credentials.json -- claude` at a terminal): the
+// first screen at the terminal's size with no first-run questions (the preset's state:
+// onboarding done, the workspace trusted), a prompt typed and answered (by the fake
+// api.anthropic.com, through the tunnel), and Ctrl-C twice to leave. Nothing of claude's
+// is prepared by the test but a login's credentials file.
 TEST(RunTtyAgentTest, ClaudeInteractiveSession) {
   std::string missing = MissingPrerequisite({"sh"});
   if (missing.empty()) missing = AgentsUnavailableReason();
@@ -320,36 +322,32 @@ TEST(RunTtyAgentTest, ClaudeInteractiveSession) {
   FakeAnthropic api;
   ASSERT_TRUE(api.ok()) << api.failure();
   TempDir work, out;
-  const std::string key = "sk-ant-sbx-test-not-a-real-key";
-  std::string config_dir = work.Sub(".claude-config");
-  ASSERT_EQ(mkdir(config_dir.c_str(), 0700), 0);
-  // claude remembers an approved key by its last 20 characters.
-  WriteFile(config_dir + "/.claude.json",
-            "{\"hasCompletedOnboarding\": true, \"theme\": \"dark\",\n"
-            " \"customApiKeyResponses\": {\"approved\": [\"" +
-                key.substr(key.size() - 20) +
-                "\"], \"rejected\": []},\n"
-                " \"projects\": {\"" +
-                work.path() +
-                "\": {\"hasTrustDialogAccepted\": true,"
-                " \"hasCompletedProjectOnboarding\": true}}}\n");
+  RootTempDir host;
+  // A login's credentials as `claude` writes them, valid for a day (milliseconds).
+  const std::string creds = host.Sub("credentials.json");
+  const long long expires =
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          (std::chrono::system_clock::now() + std::chrono::hours(24)).time_since_epoch())
+          .count();
+  WriteFile(creds,
+            "{\"claudeAiOauth\": {\"accessToken\": \"sk-ant-oat01-sbx-test-token\", "
+            "\"refreshToken\": \"sk-ant-ort01-sbx-test-refresh\", \"expiresAt\": " +
+                std::to_string(expires) +
+                ", \"scopes\": [\"user:inference\", \"user:profile\"], "
+                "\"subscriptionType\": \"pro\"}}\n");
+  ASSERT_EQ(chmod(creds.c_str(), 0600), 0);
   // In the workspace, root's: `run` lends it to the dispatch's leased uid for the run.
   HandToSandboxUser(work.path());
-  Args options = {
-      "--workspace", work.path(),
-      "--out",       out.path(),
-      "--agent",     "claude",
-      "--allow",     std::string("api.anthropic.com=127.0.0.1:") + std::to_string(api.port()),
-      "--ro",        api.ca_path(),
-      "--setenv",    "NODE_EXTRA_CA_CERTS=" + api.ca_path(),
-      "--setenv",    "ANTHROPIC_API_KEY=" + key,
-      "--setenv",    "CLAUDE_CONFIG_DIR=" + config_dir,
-      "--timeout",   "150"};
-  for (const char* quiet : {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
-                            "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}) {
-    options.emplace_back("--setenv");
-    options.emplace_back(quiet);
-  }
+  const std::string to = "=127.0.0.1:" + std::to_string(api.port());
+  Args options = {"--workspace",   work.path(),
+                  "--out",         out.path(),
+                  "--agent",       "claude",
+                  "--credentials", creds,
+                  "--allow",       "api.anthropic.com" + to,
+                  "--allow",       "platform.claude.com" + to,
+                  "--ro",          api.ca_path(),
+                  "--setenv",      "NODE_EXTRA_CA_CERTS=" + api.ca_path(),
+                  "--timeout",     "150"};
   const char* path = std::getenv("PATH");
   PtyTerminal terminal(RunArgv(options, {"claude"}), 40, 160,
                        {"PATH=" + AgentsBinDir() + ":" + (path != nullptr ? path : "/usr/bin"),

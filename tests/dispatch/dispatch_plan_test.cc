@@ -71,7 +71,9 @@ ResolvedRequest Resolved(bool root, const DispatchRequest& request) {
   r.seccomp = {};  // the compiled policy's bytes are the seccomp tests' business
   r.sandbox_user = root ? "sandboxer" : "user";
   r.landlock_abi = 4;
-  if (r.request.credentials) r.credentials = "token";
+  for (const std::string& value : r.request.credentials) {
+    r.credentials.push_back({value.substr(value.find(':') + 1), "token"});
+  }
   if (root) r.host.root_acts_unprivileged = false;
   return r;
 }
@@ -82,9 +84,11 @@ PlanFacts Facts(const ResolvedRequest& r) {
                   .self_exe = "/usr/bin/ateam-sandbox",
                   .state_dir = "/run/ateam-sandbox-state",
                   .hosts_fd = 10,
-                  .credentials_fd = r.credentials ? 11 : -1,
+                  .credentials = {},
+                  .agent_state = {},
                   .resolv_conf_fd = 12,
                   .tty = r.request.tty == TtyMode::kOn};
+  for (const CredentialsCopy& copy : r.credentials) facts.credentials.push_back({copy.dest, 11});
   if (r.request.tty == TtyMode::kOn) facts.tty_size = "24x80";
   if (r.request.memory || r.request.pids || r.request.cpus) {
     facts.cgroup_procs_fds = {13};
@@ -113,7 +117,7 @@ DispatchRequest Everything() {
   request.allow = {"api.example.test=192.0.2.10:443", "git.example.test:22=192.0.2.11:22,tcp"};
   request.env_names = {"TERM", "LANG"};
   request.set_env = {"MODE=ci"};
-  request.credentials = "/home/user/token:.config/tool/token";
+  request.credentials = {"/home/user/token:.config/tool/token"};
   request.tty = TtyMode::kOn;
   request.memory = "1G";
   request.pids = 256;

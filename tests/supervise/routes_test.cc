@@ -121,12 +121,24 @@ TEST(ParseSuperviseArgsTest, Errors) {
       {{"--tty", "/t.sock", "--tty-size", "24x80x1", "--", "x"}, "expected ROWSxCOLS"},
       {{"--tty", "/t.sock", "--tty-size", "x80", "--", "x"}, "expected ROWSxCOLS"},
       {{"--tty"}, "--tty needs a value"},
+      {{"--report", "report.sock", "--", "x"}, "bad --report 'report.sock': the socket path"},
+      {{"--report"}, "--report needs a value"},
   };
   for (const auto& [args, message] : cases) {
     auto config = Parse(args);
     ASSERT_FALSE(config.ok()) << message;
     EXPECT_THAT(config.error().Render(), HasSubstr(message));
   }
+}
+
+TEST(ParseSuperviseArgsTest, Report) {
+  auto config = Parse({"--report", "/run/ateam-tunnel/report.sock", "--", "sh"});
+  ASSERT_TRUE(config.ok()) << config.error().Render();
+  ASSERT_TRUE(config->report.has_value());
+  EXPECT_EQ(config->report->unix_path(), "/run/ateam-tunnel/report.sock");
+  auto without = Parse({"--", "sh"});
+  ASSERT_TRUE(without.ok());
+  EXPECT_FALSE(without->report.has_value());
 }
 
 TEST(ParseSuperviseArgsTest, Tty) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <iterator>
 #include <thread>
 
 namespace sbx::integration::run {
@@ -44,7 +45,10 @@ std::string AgentsUnavailableReason() {
   return "";
 }
 
-bool MakeTestCertificates(const TempDir& dir, const std::string& host) {
+bool MakeTestCertificates(const TempDir& dir, const std::vector<std::string>& hosts) {
+  const std::string& host = hosts.front();
+  std::string names;
+  for (const std::string& name : hosts) names += (names.empty() ? "DNS:" : ",DNS:") + name;
   std::string script =
       "set -e; cd " + dir.path() +
       "\nopenssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
@@ -52,8 +56,8 @@ bool MakeTestCertificates(const TempDir& dir, const std::string& host) {
       "\nopenssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=" +
       host +
       " 2>/dev/null"
-      "\nprintf 'subjectAltName=DNS:" +
-      host +
+      "\nprintf 'subjectAltName=" +
+      names +
       "\\n' > ext"
       "\nopenssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem "
       "-days 2 -extfile ext 2>/dev/null\nchmod a+r *\n";
@@ -61,7 +65,8 @@ bool MakeTestCertificates(const TempDir& dir, const std::string& host) {
 }
 
 FakeAnthropic::FakeAnthropic(bool hold) {
-  if (!MakeTestCertificates(dir_, "api.anthropic.com")) {
+  if (!MakeTestCertificates(dir_, std::vector<std::string>(std::begin(kFakeAnthropicHosts),
+                                                           std::end(kFakeAnthropicHosts)))) {
     failure_ = "could not make the test certificates with openssl";
     return;
   }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "integration/harness.h"
 
@@ -26,12 +27,15 @@ std::string AgentsBinDir();
 // a skip message: it names the variable or the install step that is missing.
 std::string AgentsUnavailableReason();
 
-// A test CA (ca.pem) and a certificate for `host` signed by it (srv.pem, srv.key) in `dir`,
+// A test CA (ca.pem) and a certificate for `hosts` signed by it (srv.pem, srv.key) in `dir`,
 // made with the openssl CLI and readable by everyone (the sandbox may run as another uid).
-bool MakeTestCertificates(const TempDir& dir, const std::string& host);
+bool MakeTestCertificates(const TempDir& dir, const std::vector<std::string>& hosts);
+
+// The hosts the fake answers for: Claude Code's API and its sign-in host.
+inline constexpr const char* kFakeAnthropicHosts[] = {"api.anthropic.com", "platform.claude.com"};
 
 // HTTPS on 127.0.0.1 (python3 running kFakeAnthropicScript) with a certificate for
-// api.anthropic.com from its own test CA. Every request and failed handshake is one line of
+// kFakeAnthropicHosts from its own test CA. Every request and failed handshake is one line of
 // Log(): "request sni=SNI method=METHOD path=PATH bytes=N". The destructor stops it.
 class FakeAnthropic {
  public:

@@ -1,4 +1,5 @@
-"""A fake api.anthropic.com for run_test's agent tests (host side, loopback only).
+"""A fake api.anthropic.com and platform.claude.com for run_test's agent tests (host side,
+loopback only).
 
 Usage: python3 fake_anthropic.py CERT KEY LOG [HOLD]
 With HOLD (a path), each POST /v1/messages is answered only once that file exists, so a test
@@ -8,7 +9,8 @@ and appends one line per request to LOG, "request sni=SNI method=METHOD path=PAT
 bytes=N host=HOST key=X-API-KEY auth=AUTHORIZATION" (spaces in it as +; the server name the client sent in its ClientHello, "-" for none), or
 "handshake-error sni=SNI error=TEXT". POST /v1/messages gets a minimal valid reply
 (server-sent events when the request asks to stream) whose text is REPLY_TEXT; the
-token-counting endpoint gets a count; everything else gets a 404 JSON error. Runs until
+token-counting endpoint gets a count; the reachability checks Claude Code makes before its
+first screen (/api/hello, /v1/oauth/hello) get 200; everything else gets a 404 JSON error. Runs until
 killed; every connection is served on its own thread.
 """
 
@@ -129,6 +131,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_json(200, message(model))
         elif self.command == "POST" and path == "/v1/messages/count_tokens":
             self.send_json(200, {"input_tokens": 5})
+        elif self.command == "GET" and path in ("/api/hello", "/v1/oauth/hello"):
+            self.send_json(200, {"message": "hello"})
         else:
             self.send_json(404, {"type": "error", "error": {
                 "type": "not_found_error", "message": "not served by the fake"}})

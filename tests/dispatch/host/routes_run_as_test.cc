@@ -11,13 +11,13 @@ namespace {
 using runtime::fixtures::RootHost;
 using runtime::fixtures::UserHost;
 
-TEST(ParseDispatchRoutesTest, AllowInOrderThenThePresetEndpoint) {
+TEST(ParseDispatchRoutesTest, AllowInOrderThenThePresetEndpoints) {
   DispatchRequest request;
   request.agent = AgentPreset::kClaude;
   request.allow = {"api.example.com:8443", "other.example.com=127.0.0.1:9000"};
   auto routes = ParseDispatchRoutes(request);
   ASSERT_TRUE(routes) << routes.error().Render();
-  ASSERT_EQ(routes->size(), 3U);
+  ASSERT_EQ(routes->size(), 4U);
   EXPECT_EQ((*routes)[0].host, "api.example.com");
   EXPECT_EQ((*routes)[0].port, 8443);
   EXPECT_EQ((*routes)[1].host, "other.example.com");
@@ -25,6 +25,7 @@ TEST(ParseDispatchRoutesTest, AllowInOrderThenThePresetEndpoint) {
   EXPECT_EQ((*routes)[1].upstream_override->ToString(), "127.0.0.1:9000");
   EXPECT_EQ((*routes)[2].host, "api.anthropic.com");
   EXPECT_EQ((*routes)[2].port, 443);
+  EXPECT_EQ((*routes)[3].host, "platform.claude.com");
   for (size_t i = 0; i < routes->size(); ++i) EXPECT_EQ((*routes)[i].index, static_cast<int>(i));
 }
 
@@ -34,8 +35,19 @@ TEST(ParseDispatchRoutesTest, ThePresetEndpointNamedByAllowIsNotAddedTwice) {
   request.allow = {"api.anthropic.com=127.0.0.1:9443"};
   auto routes = ParseDispatchRoutes(request);
   ASSERT_TRUE(routes) << routes.error().Render();
-  ASSERT_EQ(routes->size(), 1U);
+  ASSERT_EQ(routes->size(), 2U);
   EXPECT_TRUE((*routes)[0].upstream_override.has_value());
+  EXPECT_EQ((*routes)[1].host, "platform.claude.com");
+  // Telemetry only when asked; nothing with --no-default-allow.
+  request.agent_telemetry = true;
+  auto with_telemetry = ParseDispatchRoutes(request);
+  ASSERT_TRUE(with_telemetry) << with_telemetry.error().Render();
+  ASSERT_EQ(with_telemetry->size(), 3U);
+  EXPECT_EQ((*with_telemetry)[2].host, "http-intake.logs.us5.datadoghq.com");
+  request.no_default_allow = true;
+  auto none = ParseDispatchRoutes(request);
+  ASSERT_TRUE(none) << none.error().Render();
+  EXPECT_EQ(none->size(), 1U);
 }
 
 TEST(ParseDispatchRoutesTest, EveryRouteHasOneSpellingOfItsHost) {

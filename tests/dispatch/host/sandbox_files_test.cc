@@ -96,31 +96,37 @@ TEST(SandboxFilesTest, TheCopiesAreSealedMemfds) {
   std::ofstream(dir.Sub("c.json")) << "token";
   auto content = ReadCredentialsFile(dir.Sub("c.json"), "c.json", false);
   ASSERT_TRUE(content) << content.error().Render();
-  auto files = SandboxFiles::Make(*content);
+  auto files =
+      SandboxFiles::Make({{".config/t", *content}, {".other", "second"}}, {{".claude.json", "{}"}});
   ASSERT_TRUE(files) << files.error().Render();
-  ASSERT_TRUE(files->credentials);
-  EXPECT_EQ(ReadFd(files->credentials.get()), "token");
-  EXPECT_LT(::write(files->credentials.get(), "x", 1), 0);
-  int seals = ::fcntl(files->credentials.get(), F_GET_SEALS);
+  ASSERT_EQ(files->credentials.size(), 2U);
+  const int fd = files->credentials[0].fd.get();
+  EXPECT_EQ(ReadFd(fd), "token");
+  EXPECT_EQ(ReadFd(files->credentials[1].fd.get()), "second");
+  EXPECT_LT(::write(fd, "x", 1), 0);
+  int seals = ::fcntl(fd, F_GET_SEALS);
   EXPECT_EQ(seals & (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL),
             F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
-  EXPECT_NE(::fcntl(files->credentials.get(), F_GETFD) & FD_CLOEXEC, 0);
-  DispatchHostPaths paths;
-  files->AddTo(paths);
-  EXPECT_EQ(paths.credentials_fd, files->credentials.get());
+  EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  auto fds = files->CredentialFds();
+  ASSERT_EQ(fds.size(), 2U);
+  EXPECT_EQ(fds[0].fd, fd);
+  EXPECT_EQ(fds[0].dest, ".config/t");
+  ASSERT_EQ(files->AgentStateFds().size(), 1U);
+  EXPECT_EQ(files->AgentStateFds()[0].dest, ".claude.json");
 }
 
 TEST(SandboxFilesTest, TheLayoutBindsTheCopiesReadOnly) {
   DispatchRequest request;
   request.workspace = "/work/ws";
-  request.credentials = "/var/tmp/c.json:.config/tool/token";
+  request.credentials = {"/var/tmp/c.json:.config/tool/token"};
   request.command = {"true"};
   DispatchHostPaths paths;
   paths.workspace = "/work/ws";
   paths.out = "/work/out";
   paths.hosts_fd = 7;
   EXPECT_FALSE(BuildDispatchSpec(request, paths)) << "credentials without their copy";
-  paths.credentials_fd = 8;
+  paths.credentials = {{".config/tool/token", 8}};
   paths.resolv_conf_fd = 9;
   auto spec = BuildDispatchSpec(request, paths);
   ASSERT_TRUE(spec) << spec.error().Render();

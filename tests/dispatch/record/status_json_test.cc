@@ -38,6 +38,7 @@ TEST(StatusJsonTest, ExitedDocumentIsExact) {
             "  \"reason\": \"exited\",\n"
             "  \"stop_signal\": null,\n"
             "  \"error\": null,\n"
+            "  \"network_note\": null,\n"
             "  \"limits\": null,\n"
             "  \"started_at\": \"2026-12-01T15:00:00Z\",\n"
             "  \"landlock\": {\"abi\": 7, \"enforced\": [\"fs\", \"net\", \"scope\"]},\n"

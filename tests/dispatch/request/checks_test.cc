@@ -47,33 +47,60 @@ TEST(RequestChecksTest, MissingBindSourceIsOneLine) {
 TEST(RequestChecksTest, CredentialsDestinationStaysInsideTheHome) {
   std::string file = "/var/tmp/sbx-creds-" + std::to_string(::getpid()) + ".json";
   std::ofstream(file) << "{}";
-  for (const char* dest : {"/etc/passwd", "../../tmp/x", "a/../../x", ".", ""}) {
+  for (const char* dest :
+       {"/etc/passwd", "../../tmp/x", "a/../../x", ".", "", "/home/ateam-sandbox", "/home/other/x",
+        "/home/ateam-sandboxx/x", ".config/"}) {
     DispatchRequest request;
-    request.credentials = file + ":" + dest;
+    request.credentials = {file + ":" + dest};
     std::string message = Refusal(request);
     EXPECT_FALSE(message.empty()) << dest;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
+  EXPECT_EQ(Refusal([&] {
+              DispatchRequest request;
+              request.credentials = {file + ":/etc/passwd"};
+              return request;
+            }()),
+            "--credentials " + file +
+                ": DEST '/etc/passwd' must be a file inside the home, relative to it or below "
+                "/home/ateam-sandbox");
+  // Relative to the home, or absolute inside it (the path the sandbox shows): the same file.
   DispatchRequest ok;
-  ok.credentials = file + ":.config/tool/token";
-  ASSERT_TRUE(CheckRequestPaths(ok, "/", ::geteuid() == 0));
-  EXPECT_EQ(*ok.credentials, file + ":.config/tool/token");
+  ok.credentials = {file + ":.config/tool/token", file + ":/home/ateam-sandbox/.claude/c.json"};
+  std::vector<CredentialsCopy> copies;
+  ASSERT_TRUE(CheckRequestPaths(ok, "/", ::geteuid() == 0, &copies));
+  EXPECT_EQ(ok.credentials,
+            (std::vector<std::string>{file + ":.config/tool/token", file + ":.claude/c.json"}));
+  ASSERT_EQ(copies.size(), 2U);
+  EXPECT_EQ(copies[0].dest, ".config/tool/token");
+  EXPECT_EQ(copies[1].dest, ".claude/c.json");
+  EXPECT_EQ(copies[1].content, "{}");
+}
+
+TEST(RequestChecksTest, TwoCredentialsForOnePlaceAreRefused) {
+  std::string file = "/var/tmp/sbx-creds3-" + std::to_string(::getpid()) + ".json";
+  std::ofstream(file) << "{}";
+  DispatchRequest request;
+  request.credentials = {file + ":.config/t", file + ":/home/ateam-sandbox/.config/t"};
+  EXPECT_EQ(Refusal(request),
+            "--credentials " + file + ": a second file for ~/.config/t; give each its own DEST");
 }
 
 TEST(RequestChecksTest, CredentialsNeedADestinationAndAReadableFile) {
   std::string file = "/var/tmp/sbx-creds2-" + std::to_string(::getpid()) + ".json";
   std::ofstream(file) << "{}";
   DispatchRequest request;
-  request.credentials = file;
+  request.credentials = {file};
   EXPECT_NE(Refusal(request).find("no --agent preset names a destination"), std::string::npos);
   request.agent = AgentPreset::kClaude;
   ASSERT_TRUE(CheckRequestPaths(request, "/", ::geteuid() == 0));
-  EXPECT_EQ(*request.credentials, file + ":.claude/.credentials.json");
+  EXPECT_EQ(request.credentials, std::vector<std::string>{file + ":.claude/.credentials.json"});
   DispatchRequest missing;
   missing.agent = AgentPreset::kClaude;
-  missing.credentials = "/nonexistent-sbx.json";
+  missing.credentials = {"/nonexistent-sbx.json"};
   EXPECT_EQ(Refusal(missing), "--credentials /nonexistent-sbx.json: No such file or directory");
   DispatchRequest directory;
-  directory.credentials = "/usr:.x";
+  directory.credentials = {"/usr:.x"};
   EXPECT_EQ(Refusal(directory), "--credentials /usr: not a regular file");
 }
 
