@@ -281,8 +281,10 @@ void RecordStartFailure(const ResolvedRequest& r, int err, const std::string& wo
 
 // What the runtime cannot see from outside: the agent's refused connects. Under the default
 // Landlock policy any TCP connect but to the routes, and any TCP bind, fails with EACCES;
-// an agent that then exits non-zero may have failed for that, so it is said once.
-void NoteLandlockNetwork(DispatchResult* result) {
+// an agent that then exits non-zero may have failed for that, so it is said once. Not when
+// the supervisor never ran (the sandbox itself failed to start): no agent ran to be refused.
+void NoteLandlockNetwork(bool supervisor_ran, DispatchResult* result) {
+  if (!supervisor_ran) return;
   if (result->reason != DispatchReason::kExited || result->exit_code == 0) return;
   if (std::find(result->landlock_parts.begin(), result->landlock_parts.end(), "net") ==
       result->landlock_parts.end()) {
@@ -304,7 +306,7 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
             std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
   RecordExit(sandbox->Reap(), outcome, result);
   if (auto err = held->report->exec_errno()) RecordStartFailure(r, *err, workspace, result);
-  NoteLandlockNetwork(result);
+  NoteLandlockNetwork(held->report->supervisor_reached(), result);
   if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();

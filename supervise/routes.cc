@@ -64,7 +64,8 @@ Result<relay::Endpoint> ParseSocketPath(std::string_view flag, std::string_view 
                           "': the socket path must be absolute");
   }
   auto socket = relay::Endpoint::Unix(std::string(text));
-  if (!socket) return socket.error().WithContext("bad " + std::string(flag) + " '" + std::string(text) + "'");
+  if (!socket)
+    return socket.error().WithContext("bad " + std::string(flag) + " '" + std::string(text) + "'");
   return std::move(*socket);
 }
 

@@ -38,9 +38,9 @@ inline constexpr uint64_t kHarvestTmpBytes = 2ULL << 30;
 
 // What `run` adds to the harvest's own bounds.
 struct HarvestBounds {
-  int stop_fd = -1;                   // the dispatch's signalfd (stop_signals.h); -1: none
+  int stop_fd = -1;                        // the dispatch's signalfd (stop_signals.h); -1: none
   std::vector<int> cgroup_procs_fds = {};  // the dispatch's cgroup, when it has one
-  int stopped_by = 0;                 // out: the signal (SIGALRM: the deadline) that ended it
+  int stopped_by = 0;                      // out: the signal (SIGALRM: the deadline) that ended it
 };
 
 // The commit HEAD names in `workspace` (40 or 64 hex digits); "" for an unborn branch.

@@ -83,6 +83,7 @@ void StartReport::OnConnection() {
   loop_->UnwatchCallback(listener_.get());
   listener_.reset();
   if (!channel) return;
+  supervisor_reached_ = true;
   channel_ = std::move(channel);
   (void)loop_->WatchCallback(channel_.get(), EPOLLIN, [this](uint32_t) { OnData(); });
 }

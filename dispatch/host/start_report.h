@@ -40,6 +40,9 @@ class StartReport {
   base::Status Start();
   // exec's errno when the supervisor reported that the command could not be started.
   [[nodiscard]] std::optional<int> exec_errno() const { return exec_errno_; }
+  // Whether the supervisor connected at all: it did not when the sandbox failed to start
+  // (a refused mount or hostname), whose exit code then says nothing about the agent.
+  [[nodiscard]] bool supervisor_reached() const { return supervisor_reached_; }
 
  private:
   explicit StartReport(relay::EventLoop* loop) : loop_(loop) {}
@@ -54,6 +57,7 @@ class StartReport {
   base::UniqueFd channel_;
   std::string received_;
   std::optional<int> exec_errno_;
+  bool supervisor_reached_ = false;
 };
 
 // The exit code and one-line message for a command exec could not start with `err`, as

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 
 #include <fmt/format.h>
@@ -76,8 +77,15 @@ base::Result<std::vector<std::string>> BuildSandboxEnvironment(const DispatchReq
   if (auto brokered = ApplyBrokerEnvironment(request, request.agent, names, env); !brokered) {
     return brokered.error();
   }
+  // Each name once; a host value passed on by name replaces the default above (LANG).
+  std::vector<std::string> passed;
   for (const auto& name : names) {
-    if (auto entry = HostValue(paths.host_env, name)) env.push_back(*entry);
+    if (std::find(passed.begin(), passed.end(), name) != passed.end()) continue;
+    passed.push_back(name);
+    if (auto entry = HostValue(paths.host_env, name)) {
+      std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
+      env.push_back(*entry);
+    }
   }
   // The preset keeps the agent from traffic that has no route out (update checks,
   // telemetry, error reports) unless --agent-telemetry allows the telemetry hosts.
@@ -132,10 +140,8 @@ void AddTunnel(runtime::SandboxSpec& spec, const DispatchHostPaths& paths) {
                                           .read_only = true});
   }
   if (!paths.report_socket.empty()) {
-    spec.ops.emplace_back(
-        runtime::BindOp{.source = paths.report_socket,
-                        .dest = contract::ReportSocketInside(),
-                        .read_only = true});
+    spec.ops.emplace_back(runtime::BindOp{
+        .source = paths.report_socket, .dest = contract::ReportSocketInside(), .read_only = true});
   }
   if (!paths.tty_socket.empty()) {
     spec.ops.emplace_back(runtime::BindOp{

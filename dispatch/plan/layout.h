@@ -25,8 +25,8 @@ inline constexpr const char* kAgentGitEmail = "agent@ateam-sandbox.invalid";
 inline constexpr const char* kShmDir = "/dev/shm";  // its own tmpfs, sized apart from /dev
 // The socket the agent's terminal is handed over on (--tty), in the state directory and in
 // kTunnelDir.
-using contract::kTtySocketName;
 using contract::kReportSocketName;
+using contract::kTtySocketName;
 
 // A file the setup writes into the home from an fd of `run`'s.
 struct HomeFd {

@@ -27,7 +27,7 @@ enum class DispatchReason {
   kHarvestFailed,    // the agent ended, but its --patch could not be written (patch_error)
   kCommandNotFound,  // the command is not there (exit 127): `error` says what would help
   kCommandNotExecutable,  // the command is there but cannot be executed (exit 126)
-  kRunning,  // not ended yet: the record `run` writes before the agent starts
+  kRunning,               // not ended yet: the record `run` writes before the agent starts
 };
 std::string_view ReasonName(DispatchReason reason);
 
