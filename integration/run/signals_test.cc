@@ -148,7 +148,10 @@ class SlowClone {
     WriteFile(dir_.Sub("bin/git"), "#!/bin/sh\necho started > " + dir_.Sub("marks/git") +
                                        "\nexec sleep " + kSleep + "\n");
     chmod(dir_.Sub("bin/git").c_str(), 0755);
-    mkdir(dir_.Sub("repo").c_str(), 0755);
+    // A repository (one commit), so that `run` gets as far as git; the real git makes it.
+    RunCommand({"/bin/sh", "-c",
+                "/usr/bin/git init -q " + repo() + " && /usr/bin/git -C " + repo() +
+                    " -c user.name=t -c user.email=t@t commit -q --allow-empty -m one"});
   }
   std::string PathValue() const {
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
@@ -229,7 +232,9 @@ TEST_F(RunSignalsTest, DryRunBwrapLineRuns) {
   auto at = dry.out.find("\nbwrap: ");
   ASSERT_NE(at, std::string::npos) << dry.out;
   std::string line = dry.out.substr(at + 8, dry.out.find('\n', at + 1) - at - 8);
-  RunResult ran = RunCommand({"/bin/sh", "-c", line});
+  // A root caller's line runs as a leased id it names $LEASED_UID/$LEASED_GID; the out dir
+  // was handed to 65534, so that is the one given here.
+  RunResult ran = RunCommand({"/bin/sh", "-c", "LEASED_UID=65534 LEASED_GID=65534; " + line});
   ASSERT_EQ(ran.exit_code, 0) << Describe(ran) << "\n" << line;
   std::string uid = ReadFile(out_.Sub("uid")).value_or("");
   EXPECT_EQ(uid, getuid() == 0 ? "65534\n" : std::to_string(getuid()) + "\n");
