@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,9 +81,13 @@ int TryConnectAs(uid_t uid, const std::string& path) {
 // it opened; then reports over `report` (a pipe) "1" when the connection and the send
 // worked, "0" otherwise, and waits until told (EOF on `go`) to read the pty's slave side
 // without blocking; it writes what it read to `report` and exits.
-pid_t StartHandoverAttacker(uid_t uid, gid_t gid, const std::string& path, int report, int go) {
+// `parent_ends`: the parent's ends of the two pipes, closed in the child, or the child's own
+// copy of the write end of `go` keeps it waiting forever (and it the parent's last read).
+pid_t StartHandoverAttacker(uid_t uid, gid_t gid, const std::string& path, int report, int go,
+                            std::initializer_list<int> parent_ends) {
   const pid_t child = fork();
   if (child != 0) return child;
+  for (int fd : parent_ends) close(fd);
   if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
       setresuid(uid, uid, uid) != 0) {
     _exit(255);
@@ -145,7 +150,7 @@ TEST_F(RunTerminalChannelTest, OnlyTheSandboxsPtyBecomesTheCallersTerminal) {
   if (!socket.empty()) {
     EXPECT_NE(owner, 0U) << "root's dispatch channel belongs to root";
     EXPECT_NE(owner, 65534U) << "root's dispatch channel belongs to the shared overflow uid";
-    attacker = StartHandoverAttacker(owner, owner, socket, report[1], go[0]);
+    attacker = StartHandoverAttacker(owner, owner, socket, report[1], go[0], {report[0], go[1]});
   }
   close(report[1]);
   close(go[0]);
