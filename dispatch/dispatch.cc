@@ -319,6 +319,27 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
   if (held->cgroup) held->cgroup->Remove();
 }
 
+// The workspace's git guard, each --rw directory's git metadata guarded like a given
+// workspace's, and the output files checked to lie outside the dispatch's directories.
+base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const DispatchDirs& dirs) {
+  auto guard =
+      GitGuard::Prepare(dirs.workspace, !request.workspace,
+                        request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules);
+  if (!guard) return guard.error();
+  for (const std::string& path : request.rw_paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (auto st_guard = guard->GuardAlso(path); !st_guard) return st_guard.error();
+  }
+  for (const auto& [flag, file] :
+       {std::pair{"--ledger", request.ledger}, std::pair{"--status-json", request.status_json}}) {
+    if (file) {
+      if (auto st = CheckFileOutside(flag, *file, dirs); !st) return st.error();
+    }
+  }
+  return guard;
+}
+
 // One dispatch from request to exit status, in the order of its steps: Resolve (every
 // check, nothing created), the directories and HostResources (Acquire), the plan
 // (CompileDispatchPlan), Launch through the backend, Serve (the event loop), then Finish:
@@ -360,22 +381,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // the caller when `lent` goes, after the sandbox and the harvest (identity/hand_back.h).
   auto lent = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
   if (!lent) return lent.error();
-  auto guard =
-      GitGuard::Prepare(dirs->workspace, !request.workspace,
-                        request.repo ? CloneOriginUrl(*request.repo) : "", dirs->submodules);
+  auto guard = GuardDispatchDirs(request, *dirs);
   if (!guard) return guard.error();
-  // Each --rw directory's git metadata is guarded like a given workspace's.
-  for (const std::string& path : request.rw_paths) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    if (auto st_guard = guard->GuardAlso(path); !st_guard) return st_guard;
-  }
-  for (const auto& [flag, file] :
-       {std::pair{"--ledger", request.ledger}, std::pair{"--status-json", request.status_json}}) {
-    if (file) {
-      if (auto st = CheckFileOutside(flag, *file, *dirs); !st) return st;
-    }
-  }
   HostResources held;
   if (auto st = held.Acquire(r, result->id, dirs->workspace); !st) return st;
   auto planned = CompileDispatchPlan(r, held.Facts(dirs->workspace, dirs->out, self_exe, &*guard));

@@ -119,7 +119,7 @@ std::string RunnableBwrapLine(const runtime::Plan& agent_plan, const std::string
   // as the bwrap backend does.
   if (leased) {
     return fmt::format(
-        "setpriv --reuid=\"$LEASED_UID\" --regid=\"$LEASED_GID\" --clear-groups -- {}", line);
+        R"(setpriv --reuid="$LEASED_UID" --regid="$LEASED_GID" --clear-groups -- {})", line);
   }
   return fmt::format("setpriv --reuid={} --regid={} --clear-groups -- {}", run_as->uid, run_as->gid,
                      line);
