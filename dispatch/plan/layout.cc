@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <climits>
 
 #include <fmt/format.h>
@@ -48,6 +47,14 @@ std::optional<std::string> HostValue(const std::vector<std::string>& env, const 
   return std::nullopt;
 }
 
+// Sets `assignment` (NAME=VALUE, `eq` the index of its '=') in `env`, in place of any
+// entry of the same name: each name is in the environment once.
+void PutVariable(std::vector<std::string>& env, const std::string& assignment, size_t eq) {
+  const std::string_view prefix(assignment.data(), eq + 1);
+  std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
+  env.push_back(assignment);
+}
+
 }  // namespace
 
 base::Result<std::vector<std::string>> BuildSandboxEnvironment(const DispatchRequest& request,
@@ -77,15 +84,10 @@ base::Result<std::vector<std::string>> BuildSandboxEnvironment(const DispatchReq
   if (auto brokered = ApplyBrokerEnvironment(request, request.agent, names, env); !brokered) {
     return brokered.error();
   }
-  // Each name once; a host value passed on by name replaces the default above (LANG).
-  std::vector<std::string> passed;
+  // A host value passed on by name replaces whatever came before it (LANG's default, the
+  // same name listed twice).
   for (const auto& name : names) {
-    if (std::find(passed.begin(), passed.end(), name) != passed.end()) continue;
-    passed.push_back(name);
-    if (auto entry = HostValue(paths.host_env, name)) {
-      std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
-      env.push_back(*entry);
-    }
+    if (auto entry = HostValue(paths.host_env, name)) PutVariable(env, *entry, name.size());
   }
   // The preset keeps the agent from traffic that has no route out (update checks,
   // telemetry, error reports) unless --agent-telemetry allows the telemetry hosts.
@@ -97,9 +99,7 @@ base::Result<std::vector<std::string>> BuildSandboxEnvironment(const DispatchReq
     if (eq == 0 || eq == std::string::npos) {
       return base::Error::Message(fmt::format("--setenv takes NAME=VALUE, not '{}'", assignment));
     }
-    std::string prefix = assignment.substr(0, eq + 1);
-    std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
-    env.push_back(assignment);
+    PutVariable(env, assignment, eq);
   }
   return env;
 }

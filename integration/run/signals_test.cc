@@ -148,10 +148,8 @@ class SlowClone {
     WriteFile(dir_.Sub("bin/git"), "#!/bin/sh\necho started > " + dir_.Sub("marks/git") +
                                        "\nexec sleep " + kSleep + "\n");
     chmod(dir_.Sub("bin/git").c_str(), 0755);
-    // A repository (one commit), so that `run` gets as far as git; the real git makes it.
-    RunCommand({"/bin/sh", "-c",
-                "/usr/bin/git init -q " + repo() + " && /usr/bin/git -C " + repo() +
-                    " -c user.name=t -c user.email=t@t commit -q --allow-empty -m one"});
+    // A repository, so that `run` gets as far as git (the fake one is only on run's PATH).
+    MakeOneCommitRepository(repo());
   }
   std::string PathValue() const {
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
