@@ -13,6 +13,7 @@
 #include "base/unique_fd.h"
 #include "cli/parse_options.h"
 #include "dispatch/git/harvest.h"
+#include "dispatch/record/caches.h"
 #include "runtime/host_facts.h"
 
 namespace sbx::cli {
@@ -43,6 +44,9 @@ int RunHarvestCommand(std::span<const std::string> args) {
         return hex ? std::string() : std::string("--base takes a commit id in hex");
       });
   app.add_option("-o,--output", output, "the patch file to write")->required();
+  std::optional<std::string> cache_root;
+  app.add_option("--cache-root", cache_root,
+                 "the object cache root `run --object-cache` was given (default: its default)");
   if (auto done = ParseOptions(app, args, Fail)) return *done;
   char resolved[PATH_MAX];
   if (::realpath(workspace.c_str(), resolved) == nullptr)
@@ -59,14 +63,17 @@ int RunHarvestCommand(std::span<const std::string> args) {
     if (::stat(workspace.c_str(), &st) != 0) return Fail("can't stat " + workspace);
     if (st.st_uid != 0) run_as = runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid};
   }
+  // A workspace of `run --object-cache` reads its history from the caller's cache.
+  dispatch::HarvestBounds bounds;
+  bounds.borrowed_stores = dispatch::BorrowedCachesOf(workspace, cache_root);
   if (!base) {
-    auto head = dispatch::ReadBaseCommit(workspace, run_as);
+    auto head = dispatch::ReadBaseCommit(workspace, run_as, &bounds);
     if (!head) return Fail(head.error().Render());
     base = *head;
   }
   auto file = dispatch::PreparePatchFile("-o", output, workspace, workspace);
   if (!file) return Fail(file.error().Render());
-  if (auto st = dispatch::WritePatchFile(**file, workspace, *base, run_as); !st) {
+  if (auto st = dispatch::WritePatchFile(**file, workspace, *base, run_as, &bounds); !st) {
     return Fail(st.error().Render());
   }
   return 0;

@@ -33,6 +33,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
                "with --repo: carry the source's uncommitted changes into the clone");
   app.add_flag("--include-untracked", r.include_untracked,
                "with --repo: carry its uncommitted changes and untracked files");
+  app.add_flag("--object-cache,!--no-object-cache", r.object_cache,
+               "with a local --repo: the clone borrows its objects read-only from a cache of "
+               "the repository kept for later dispatches, and writes only the checkout");
+  app.add_option("--cache-root", r.cache_root, "where --object-cache keeps its caches");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
   app.add_option("--out", r.out, "the output directory (created if missing)");
@@ -156,8 +160,10 @@ int RunRunCommand(std::span<const std::string> args) {
   if (request.repo.has_value() == request.workspace.has_value()) {
     return Fail("give exactly one of --repo SRC or --workspace DIR");
   }
-  if (!request.repo && (request.rev || request.include_uncommitted || request.include_untracked)) {
-    return Fail("--rev, --include-uncommitted and --include-untracked go with --repo SRC");
+  if (!request.repo && (request.rev || request.include_uncommitted || request.include_untracked ||
+                        request.object_cache)) {
+    return Fail(
+        "--rev, --include-uncommitted, --include-untracked and --object-cache go with --repo SRC");
   }
   request.agent = agent == "claude"     ? AgentPreset::kClaude
                   : agent == "opencode" ? AgentPreset::kOpencode

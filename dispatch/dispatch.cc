@@ -313,6 +313,7 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
   if (*patch_file) {
     HarvestBounds bounds{.stop_fd = stop_fd};
     if (held->cgroup) bounds.cgroup_procs_fds = held->cgroup->ProcsFds();
+    bounds.borrowed_stores = guard->borrowed();
     auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as, &bounds);
     if (!st) RecordHarvestFailure(st.error().Render(), bounds.stopped_by, result);
   }
@@ -326,6 +327,7 @@ base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const D
       GitGuard::Prepare(dirs.workspace, !request.workspace,
                         request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules);
   if (!guard) return guard.error();
+  if (!dirs.object_cache.empty()) guard->BorrowStore(dirs.object_cache);
   for (const std::string& path : request.rw_paths) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;

@@ -123,6 +123,11 @@ base::Result<runtime::SandboxSpec> HarvestSpec(const std::string& workspace,
   spec.ops.emplace_back(runtime::DevOp{.dest = "/dev"});
   spec.ops.emplace_back(runtime::TmpfsOp{.dest = "/tmp", .perms = 01777, .size = kHarvestTmpBytes});
   spec.ops.emplace_back(runtime::BindOp{.source = workspace, .dest = workspace, .read_only = true});
+  if (bounds != nullptr) {
+    for (const auto& store : bounds->borrowed_stores) {
+      spec.ops.emplace_back(runtime::BindOp{.source = store, .dest = store, .read_only = true});
+    }
+  }
   spec.chdir = workspace;
   spec.env = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp"};
   spec.cap_changes = {{security::CapChange::Kind::kDrop, std::nullopt}};

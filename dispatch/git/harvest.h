@@ -41,6 +41,9 @@ struct HarvestBounds {
   int stop_fd = -1;                        // the dispatch's signalfd (stop_signals.h); -1: none
   std::vector<int> cgroup_procs_fds = {};  // the dispatch's cgroup, when it has one
   int stopped_by = 0;                      // out: the signal (SIGALRM: the deadline) that ended it
+  // Object stores the workspace borrows from (its object cache): bound read-only at the
+  // same path, so git finds what objects/info/alternates names.
+  std::vector<std::string> borrowed_stores = {};
 };
 
 // The commit HEAD names in `workspace` (40 or 64 hex digits); "" for an unborn branch.

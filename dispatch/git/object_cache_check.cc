@@ -67,7 +67,7 @@ std::optional<std::string> CacheProblem(int fd, bool shared) {
     auto names = ListDirAt(dir->get());
     if (!names) return fmt::format("{} can't be listed", where);
     for (const auto& name : *names) {
-      std::string rel = where == "." ? name : where + "/" + name;
+      std::string rel = where == "." ? name : fmt::format("{}/{}", where, name);
       bool is_pack = where == "objects/pack" && IsPackFileName(name);
       bool file = expected.files.count(name) != 0 || is_pack;
       if (!file && expected.dirs.count(name) == 0) return fmt::format("{} does not belong", rel);

@@ -55,7 +55,10 @@ struct Scratch {
   Scratch& operator=(const Scratch&) = delete;
   ~Scratch() {
     if (!fd) return;
-    (void)EmptyDirAs(fd.get(), ids);
+    try {
+      (void)EmptyDirAs(fd.get(), ids);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor; `gc` removes what stays
+    }
     fd.reset();
     (void)::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR);
   }
