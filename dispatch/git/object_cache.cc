@@ -9,12 +9,14 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <functional>
 
 #include <fmt/format.h>
 
 #include "base/safe_path.h"
 #include "dispatch/git/clone_checkout.h"
 #include "dispatch/git/object_cache_manifest.h"
+#include "dispatch/git/workspace.h"
 #include "dispatch/sys/at_file.h"
 
 namespace sbx::dispatch {
@@ -23,25 +25,38 @@ namespace {
 mode_t DirMode(const CacheRoot& root) { return root.shared ? 0755 : 0700; }
 mode_t FileMode(const CacheRoot& root) { return root.shared ? 0444 : 0400; }
 
-// A new file of the caller's in `dirfd`: written under a temporary name, given `mode`
-// (not the umask's), then renamed over `name`.
-base::Status PutFile(int dirfd, const std::string& name, const std::string& content, mode_t mode) {
+// A new file of the caller's in `dirfd`: created under a temporary name, filled by
+// `fill`, given `mode` (not the umask's), then renamed over `name`. Its stat.
+base::Result<struct stat> PutFileWith(int dirfd, const std::string& name, mode_t mode,
+                                      const std::function<base::Status(int)>& fill) {
   std::string tmp = ".tmp-" + name;
   (void)::unlinkat(dirfd, tmp.c_str(), 0);
   base::UniqueFd fd(
       ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return base::ErrnoError("Can't create in the object cache", name);
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return base::ErrnoError("Can't write in the object cache", name);
-    done += static_cast<size_t>(n);
+  if (auto st = fill(fd.get()); !st) return st.error();
+  struct stat made {};
+  if (::fchmod(fd.get(), mode) != 0 || ::fstat(fd.get(), &made) != 0) {
+    return base::ErrnoError("Can't chmod", name);
   }
-  if (::fchmod(fd.get(), mode) != 0) return base::ErrnoError("Can't chmod", name);
   if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) {
     return base::ErrnoError("Can't rename in the object cache", name);
   }
+  return made;
+}
+
+base::Status PutFile(int dirfd, const std::string& name, const std::string& content, mode_t mode) {
+  auto made = PutFileWith(dirfd, name, mode, [&](int fd) -> base::Status {
+    size_t done = 0;
+    while (done < content.size()) {
+      ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return base::ErrnoError("Can't write in the object cache", name);
+      done += static_cast<size_t>(n);
+    }
+    return {};
+  });
+  if (!made) return made.error();
   return {};
 }
 
@@ -61,25 +76,18 @@ base::Result<CachedFile> CopyPackIn(int src_fd, int dst_fd, const std::string& n
     return base::Error::Message(
         fmt::format("the fetched {} is not a plain file of uid {}: not taken", name, owner));
   }
-  std::string tmp = ".tmp-" + name;
-  (void)::unlinkat(dst_fd, tmp.c_str(), 0);
-  base::UniqueFd dst(
-      ::openat(dst_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!dst) return base::ErrnoError("Can't create in the object cache", name);
-  off_t offset = 0;
-  while (offset < st.st_size) {
-    ssize_t n =
-        ::sendfile(dst.get(), src->get(), &offset, static_cast<size_t>(st.st_size - offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return base::ErrnoError("Can't copy into the object cache", name);
-    if (n == 0) return base::Error::Message(fmt::format("{} shrank while it was copied", name));
-  }
-  if (::fchmod(dst.get(), mode) != 0) return base::ErrnoError("Can't chmod", name);
-  if (::fstat(dst.get(), &have) != 0) return base::ErrnoError("Can't stat", name);
-  if (::renameat(dst_fd, tmp.c_str(), dst_fd, name.c_str()) != 0) {
-    return base::ErrnoError("Can't rename in the object cache", name);
-  }
-  return CachedFile{.name = name, .size = have.st_size, .mtime = have.st_mtim};
+  auto made = PutFileWith(dst_fd, name, mode, [&](int fd) -> base::Status {
+    off_t offset = 0;
+    while (offset < st.st_size) {
+      ssize_t n = ::sendfile(fd, src->get(), &offset, static_cast<size_t>(st.st_size - offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return base::ErrnoError("Can't copy into the object cache", name);
+      if (n == 0) return base::Error::Message(fmt::format("{} shrank while it was copied", name));
+    }
+    return {};
+  });
+  if (!made) return made.error();
+  return CachedFile{.name = name, .size = made->st_size, .mtime = made->st_mtim};
 }
 
 std::string RenderPackedRefs(const CacheRefs& refs) {
@@ -107,17 +115,10 @@ base::Status MakeSkeleton(const CacheRoot& root, int fd) {
 }  // namespace
 
 base::Result<std::string> DefaultObjectCacheRoot(bool root_caller) {
-  constexpr std::string_view kBelow = "/ateam-sandbox/caches";
-  if (root_caller) return fmt::format("/var/tmp{}", kBelow);
-  for (const char* name : {"XDG_CACHE_HOME", "HOME"}) {
-    const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
-    if (value != nullptr && *value == '/') {
-      return fmt::format("{}{}{}", value, std::string_view(name) == "HOME" ? "/.cache" : "",
-                         kBelow);
-    }
-  }
-  return base::Error::Message(
-      "--object-cache: no private place for the cache: set HOME or XDG_CACHE_HOME");
+  // Beside the default dispatch root: the same private place of the caller's.
+  auto dispatches = DefaultWorkspaceRoot(root_caller);
+  if (!dispatches) return dispatches.error().WithContext("--object-cache");
+  return dispatches->substr(0, dispatches->rfind('/')) + "/caches";
 }
 
 base::Result<CacheKey> CacheKeyOf(const std::string& source) {

@@ -3,8 +3,9 @@
 // (objects/info/alternates) instead of copying them. A dispatch then writes only the
 // checkout's files; what the agent makes goes to the workspace's own object store.
 //
-// Where: a directory of the caller's (root: /var/tmp/ateam-sandbox/caches, 0711; a normal
-// user: $XDG_CACHE_HOME or $HOME/.cache, then /ateam-sandbox/caches, 0700), verified from /
+// Where: a directory of the caller's beside its default dispatch root (root:
+// /var/tmp/ateam-sandbox/caches, 0711; a normal user: $XDG_CACHE_HOME, $HOME/.cache or
+// $XDG_RUNTIME_DIR, then /ateam-sandbox/caches, 0700), verified from /
 // like every root of the runtime (base/safe_path.h). One cache per source, named by the
 // source's device and inode (never by its path: a name can be moved or replaced), beside a
 // lock file of the same name (NAME.lock) whose modification time says when a dispatch
@@ -34,7 +35,7 @@
 namespace sbx::dispatch {
 
 // The default directory of the caller's caches (see above); an error when a normal user
-// has neither XDG_CACHE_HOME nor HOME.
+// has none of those variables.
 base::Result<std::string> DefaultObjectCacheRoot(bool root_caller);
 
 // The cache's name for the local repository `source`: "<device>-<inode>" of its top

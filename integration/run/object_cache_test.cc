@@ -19,18 +19,6 @@ RunResult HostGit(const std::string& dir, const Args& args) {
   return RunCommand(argv, WithEnv({"GIT_TERMINAL_PROMPT=0"}));
 }
 
-int CountLines(const std::string& text, const std::string& needle) {
-  int n = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (text.substr(start, end - start).find(needle) != std::string::npos) ++n;
-    start = end + 1;
-  }
-  return n;
-}
-
 class RunObjectCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -141,7 +129,7 @@ TEST_F(RunObjectCacheTest, DispatchesBorrowReadOnlyAndNeverSeeEachOther) {
   std::string patch = ReadFile(patches.Sub("first.patch")).value_or("");
   EXPECT_NE(patch.find("agent.txt"), std::string::npos) << patch;
 
-  // ls shows the cache; gc of everything removes it with the dispatches.
+  // ls shows the cache; gc keeps it while it was used lately.
   RunResult ls = RunCommand(
       {AteamPath(), "ls", "--workspace-root", root_.path(), "--cache-root", cache_root_});
   EXPECT_EQ(ls.exit_code, 0) << Describe(ls);
@@ -151,9 +139,12 @@ TEST_F(RunObjectCacheTest, DispatchesBorrowReadOnlyAndNeverSeeEachOther) {
                                root_.path(), "--cache-root", cache_root_});
   EXPECT_EQ(kept.exit_code, 0) << Describe(kept);
   EXPECT_EQ(access(cache.c_str(), F_OK), 0);
-  RunResult gc = RunCommand(
-      {AteamPath(), "gc", "--workspace-root", root_.path(), "--cache-root", cache_root_});
+  // Unused for two days: `gc --older-than 1d` removes it.
+  ASSERT_EQ(RunCommand({"touch", "-d", "2 days ago", cache + ".lock"}).exit_code, 0);
+  RunResult gc = RunCommand({AteamPath(), "gc", "--older-than", "1d", "--workspace-root",
+                             root_.path(), "--cache-root", cache_root_});
   EXPECT_EQ(gc.exit_code, 0) << Describe(gc);
+  EXPECT_EQ(CountLines(gc.out, "removed cache"), 1) << Describe(gc);
   EXPECT_NE(access(cache.c_str(), F_OK), 0) << Describe(gc);
 }
 

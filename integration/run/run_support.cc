@@ -166,4 +166,16 @@ int MakeOneCommitRepository(const std::string& path) {
       .exit_code;
 }
 
+int CountLines(const std::string& text, const std::string& needle) {
+  int n = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (text.substr(start, end - start).find(needle) != std::string::npos) ++n;
+    start = end + 1;
+  }
+  return n;
+}
+
 }  // namespace sbx::integration::run

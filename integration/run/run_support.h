@@ -42,6 +42,9 @@ std::vector<int> ProcessesMatching(const std::string& needle);
 // FNV-1a of the xorshift stream netclient `bulk` sends, as 16 hex digits.
 std::string FormatHash(uint64_t hash);
 
+// How many lines of `text` contain `needle` (what a one-line message is checked by).
+int CountLines(const std::string& text, const std::string& needle);
+
 // The names in `dir` but . and .. (none when it cannot be read).
 std::vector<std::string> DirectoryEntries(const std::string& dir);
 // A git repository at `path` with one empty commit: 0, or the exit code of the git step
