@@ -94,7 +94,8 @@ Env Setup(const Config& cfg) {
         "head -c 1500 /dev/urandom | base64 > $d/f$i.txt; done; done; echo hi > README; "
         "git add -A; git -c user.name=b -c user.email=b@b commit -qm one; echo more >> README; "
         "git -c user.name=b -c user.email=b@b commit -qam two");
-  if (getuid() == 0) Shell("chown 65534:65534 " + env.workspace);
+  // A root caller's sandbox runs as uid 65534, which makes each --out and writes the workspace.
+  if (getuid() == 0) Shell("chown 65534:65534 " + env.workspace + " " + env.outs);
   env.ports[0] = Listen();
   env.ports[1] = Listen();
   return env;

@@ -19,10 +19,11 @@ inline constexpr int kChildCantSwitchIds = 120;
 
 // Forks. The child dies with us (PDEATHSIG), restores the default signal mask, and with
 // `ids` set drops supplementary groups, then setresgid and setresuid to them (which clears
-// every capability set: no SECBIT_KEEP_CAPS), then sets no_new_privs; then it runs `body`
-// and _exits with what it returns (`body` may exec instead). `while_running`, when given,
-// runs in the parent with the child's pid, once the child is `ids`, before it waits (to
-// drain a pipe the child writes, or to stop it). Returns the wait status, or the switch's
+// every capability set: no SECBIT_KEEP_CAPS), then sets no_new_privs and points HOME away
+// from the caller's (at /nonexistent); then it runs `body` and _exits with what it returns
+// (`body` may exec instead). `while_running`, when given, runs in the parent with the
+// child's pid, once the child is `ids`, before it waits (to drain a pipe the child writes,
+// or to stop it). Returns the wait status, or the switch's
 // error with its errno.
 base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
                                const std::function<int()>& body,
