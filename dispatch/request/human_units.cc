@@ -60,10 +60,9 @@ std::string SizeRangeText(uint64_t min, uint64_t max) {
 base::Result<double> ParseDuration(std::string_view text, std::string_view flag,
                                    DurationRange range) {
   auto bad = [&] {
-    return base::Error::Message(
-        fmt::format("{} takes a duration {} (e.g. 90s, 30m, 2h, 7d; a bare number is "
-                    "seconds), not '{}'",
-                    flag, DurationRangeText(range), text));
+    return base::Error::Message(fmt::format(
+        "{} takes a duration {} (e.g. 90s, 30m, 2h, 7d{}), not '{}'", flag,
+        DurationRangeText(range), range.bare_seconds ? "; a bare number is seconds" : "", text));
   };
   double total = 0;
   size_t i = 0;
@@ -72,7 +71,7 @@ base::Result<double> ParseDuration(std::string_view text, std::string_view flag,
     if (!number) return bad();
     if (i == text.size()) {
       // A bare number is seconds, but only alone: "1h30" may mean 30 minutes.
-      if (groups != 0) return bad();
+      if (groups != 0 || !range.bare_seconds) return bad();
       total = number->value;
       break;
     }
@@ -105,7 +104,9 @@ base::Result<double> ParseDuration(std::string_view text, std::string_view flag,
 }
 
 base::Result<int64_t> ParseDurationSeconds(std::string_view text, std::string_view flag) {
-  auto seconds = ParseDuration(text, flag);
+  DurationRange unit_required;
+  unit_required.bare_seconds = false;
+  auto seconds = ParseDuration(text, flag, unit_required);
   if (!seconds) return seconds.error();
   return static_cast<int64_t>(*seconds);
 }

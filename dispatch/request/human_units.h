@@ -15,15 +15,20 @@ namespace sbx::dispatch {
 struct DurationRange {
   bool zero_allowed = true;
   double max_seconds = 100.0 * 365 * 24 * 3600;  // a century
+  // A bare number is seconds (`--timeout 1800`); where a unit is required instead, "7" is
+  // refused rather than taken for seven seconds (`gc --older-than 7` likely meant days).
+  bool bare_seconds = true;
 };
 
-// One or more NUMBER UNIT groups, units s, m, h, d, w ("90s", "7d", "1d12h", "1.5h"), or a
-// bare NUMBER of seconds ("1800", "0.5"); the total in seconds. Anything else, and a total
-// outside `range`, is a one-line error that names `flag` and the accepted range.
+// One or more NUMBER UNIT groups, units s, m, h, d, w ("90s", "7d", "1d12h", "1.5h"), or,
+// where `range` allows it, a bare NUMBER of seconds ("1800", "0.5"); the total in seconds.
+// Anything else, and a total outside `range`, is a one-line error that names `flag` and the
+// accepted range.
 base::Result<double> ParseDuration(std::string_view text, std::string_view flag,
                                    DurationRange range = {});
 
-// ParseDuration in whole seconds (a fraction is dropped), zero allowed, at most a century.
+// ParseDuration in whole seconds (a fraction is dropped), zero allowed, at most a century,
+// a unit required (for `gc --older-than`, which removes what it selects).
 base::Result<int64_t> ParseDurationSeconds(std::string_view text,
                                            std::string_view flag = "--older-than");
 

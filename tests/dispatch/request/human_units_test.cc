@@ -16,7 +16,13 @@ TEST(ParseDurationSeconds, TakesANumberAndAUnit) {
   EXPECT_EQ(ParseDurationSeconds("7d").value(), 7 * 86400);
   EXPECT_EQ(ParseDurationSeconds("2w").value(), 14 * 86400);
   EXPECT_EQ(ParseDurationSeconds("0s").value(), 0);
-  EXPECT_EQ(ParseDurationSeconds("0").value(), 0);
+}
+
+TEST(ParseDurationSeconds, WantsAUnit) {
+  auto parsed = ParseDurationSeconds("7");
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().Render(),
+            "--older-than takes a duration from 0 to 36500d (e.g. 90s, 30m, 2h, 7d), not '7'");
 }
 
 TEST(ParseDurationSeconds, AddsGroups) {
@@ -35,11 +41,11 @@ TEST(ParseDuration, ABareNumberIsSecondsAndFractionsCount) {
 TEST(ParseDuration, RefusesWhatIsNotADurationInOneLine) {
   for (const char* bad : {"",    "7x", "d",   "-1d",  "-5", "+5",  "5.",  ".5",  "7 d",  "7d ",
                           " 7d", "h7", "7dd", "1h30", "7D", "1e3", "nan", "inf", "0x10", "5\n"}) {
-    auto parsed = ParseDuration(bad, "--older-than");
+    auto parsed = ParseDuration(bad, "--timeout");
     ASSERT_FALSE(parsed) << bad;
     std::string message = parsed.error().Render();
     EXPECT_EQ(message,
-              std::string("--older-than takes a duration from 0 to 36500d (e.g. 90s, 30m, 2h, "
+              std::string("--timeout takes a duration from 0 to 36500d (e.g. 90s, 30m, 2h, "
                           "7d; a bare number is seconds), not '") +
                   bad + "'");
   }
