@@ -42,9 +42,6 @@ struct RunFlagTexts {
 };
 
 void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
-  std::string& agent = t.agent;
-  std::string& backend = t.backend;
-  std::string& limits_mode = t.limits_mode;
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--rev", r.rev, "with --repo: start from this branch, tag or commit");
   app.add_flag("--include-uncommitted", r.include_uncommitted,
@@ -57,7 +54,7 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--credentials", r.credentials,
                  "a host file, copied read-only into the throwaway home at DEST "
                  "(relative to it, or absolute inside it; default: the preset's) (repeatable)");
-  app.add_option("--agent", agent, "agent preset: claude, opencode or none")
+  app.add_option("--agent", t.agent, "agent preset: claude, opencode or none")
       ->check(CLI::IsMember({"claude", "opencode", "none"}));
   app.add_option("--env", r.env_names, "pass this host variable through (repeatable)");
   app.add_option("--setenv", r.set_env, "a variable to set inside (repeatable)");
@@ -71,7 +68,7 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
                  "the secret a broker route sets in HEADER (repeatable)");
   app.add_option("--broker-ca", r.broker_ca, "the CA certificates broker routes trust");
   app.add_option("--ledger", r.ledger, "append one JSON line per relayed connection here");
-  app.add_option("--backend", backend, "native or bwrap")
+  app.add_option("--backend", t.backend, "native or bwrap")
       ->check(CLI::IsMember({"native", "bwrap"}));
   app.add_option("--bwrap-path", r.bwrap_path, "the bwrap used by --backend bwrap")
       ->envname("ATEAM_SANDBOX_BWRAP");
@@ -97,7 +94,7 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--memory", r.memory, "memory for the whole sandbox (default 8G)");
   app.add_option("--pids", t.pids, "at most N processes and threads (default 4096)");
   app.add_option("--cpus", t.cpus, "at most N CPUs of time, e.g. 2 or 0.5 (default: no limit)");
-  app.add_option("--limits", limits_mode,
+  app.add_option("--limits", t.limits_mode,
                  "strict (default): refuse a limit this host cannot enforce; best-effort: run "
                  "without it, as the status document says")
       ->check(CLI::IsMember({"strict", "best-effort"}));
@@ -164,12 +161,6 @@ int RunRunCommand(std::span<const std::string> args) {
   if (auto done = ParseOptions(app, split->options, Fail)) return *done;
   if (auto parsed = ParseValueTexts(texts, &request); !parsed) return Fail(parsed.error().Render());
   dispatch::SetNoticesQuiet(texts.quiet);
-  const std::string& timeout = texts.timeout;
-  const std::string& agent = texts.agent;
-  const std::string& backend = texts.backend;
-  const std::string& limits_mode = texts.limits_mode;
-  const bool tty = texts.tty;
-  const bool no_tty = texts.no_tty;
   if (request.command.empty()) {
     return Fail(
         "no command: give it after the options, e.g. ateam-sandbox run --workspace DIR -- sh");
@@ -180,14 +171,14 @@ int RunRunCommand(std::span<const std::string> args) {
   if (!request.repo && (request.rev || request.include_uncommitted || request.include_untracked)) {
     return Fail("--rev, --include-uncommitted and --include-untracked go with --repo SRC");
   }
-  request.agent = agent == "claude"     ? AgentPreset::kClaude
-                  : agent == "opencode" ? AgentPreset::kOpencode
-                                        : AgentPreset::kNone;
-  request.limits_best_effort = limits_mode == "best-effort";
-  request.backend = backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
-  request.tty = tty      ? dispatch::TtyMode::kOn
-                : no_tty ? dispatch::TtyMode::kOff
-                         : dispatch::TtyMode::kAuto;
+  request.agent = texts.agent == "claude"     ? AgentPreset::kClaude
+                  : texts.agent == "opencode" ? AgentPreset::kOpencode
+                                              : AgentPreset::kNone;
+  request.limits_best_effort = texts.limits_mode == "best-effort";
+  request.backend = texts.backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
+  request.tty = texts.tty      ? dispatch::TtyMode::kOn
+                : texts.no_tty ? dispatch::TtyMode::kOff
+                               : dispatch::TtyMode::kAuto;
   // Checked before anything starts: a name that is not a regular file is refused now, not
   // written through after the agent ran.
   std::optional<dispatch::StatusFile> status_file;
@@ -211,7 +202,7 @@ int RunRunCommand(std::span<const std::string> args) {
   if (!result.network_note.empty()) dispatch::NoticeToCaller("note: " + result.network_note);
   if (result.reason == dispatch::DispatchReason::kTimeout && result.error.empty()) {
     dispatch::SayToCaller(
-        fmt::format("--timeout {} expired: the whole sandbox was killed", timeout));
+        fmt::format("--timeout {} expired: the whole sandbox was killed", texts.timeout));
   }
   if (!result.patch_error.empty()) dispatch::SayToCaller("--patch: " + result.patch_error);
   for (const auto& line : result.workspace_taint) {
