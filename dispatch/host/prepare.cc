@@ -211,7 +211,7 @@ base::Result<DispatchDirs> FillDispatchDirs(
         std::vector<std::string> notices;
         auto borrowed = CloneFromObjectCache(*request.repo, *cache_root, dispatch_fd, fd->get(),
                                              run_as, &notices);
-        for (const auto& line : notices) SayToCaller("notice: " + line);
+        for (const auto& line : notices) NoticeToCaller("notice: " + line);
         if (!borrowed) return borrowed.error();
         dirs.object_cache = borrowed->cache;
         dirs.object_cache_lock = std::move(borrowed->lock);
@@ -221,7 +221,7 @@ base::Result<DispatchDirs> FillDispatchDirs(
       }
       auto finished = FinishClone(*request.repo, fd->get(), CloneWishesOf(request), run_as);
       if (!finished) return finished.error();
-      for (const auto& line : finished->notices) SayToCaller("notice: " + line);
+      for (const auto& line : finished->notices) NoticeToCaller("notice: " + line);
       dirs.submodules = std::move(finished->submodules);
     }
     return path;
