@@ -94,11 +94,13 @@ void NoteLandlockNetwork(bool supervisor_ran, DispatchResult* result) {
 
 // Finish: the sandbox reaped and its end recorded, then what the agent left in the git
 // metadata undone before the harvest reads the workspace, then the cgroup gone.
-// The harvest reads `workspace` into `patch_file`, when there is one, inside the
-// dispatch's cgroup and under its deadline and stop signals (`stop_fd`).
+// The harvest (its plan compiled with the dispatch's, inside the dispatch's cgroup) reads
+// the workspace into `patch_file`, when there is one, under the deadline and stop signals
+// (`stop_fd`).
 void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::SandboxProcess* sandbox,
-            HostResources* held, GitGuard* guard, const std::string& workspace, int stop_fd,
-            std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
+            HostResources* held, GitGuard* guard, const std::string& workspace,
+            const HarvestPlan& harvest, int stop_fd, std::optional<base::OutputFile>* patch_file,
+            DispatchResult* result) {
   RecordExit(sandbox->Reap(), outcome, result);
   if (auto err = held->report->exec_errno()) RecordStartFailure(r, *err, workspace, result);
   NoteLandlockNetwork(held->report->supervisor_reached(), result);
@@ -107,8 +109,7 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
   result->workspace_tainted = !result->workspace_taint.empty();
   if (*patch_file) {
     HarvestBounds bounds{.stop_fd = stop_fd};
-    if (held->cgroup) bounds.cgroup_procs_fds = held->cgroup->ProcsFds();
-    auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as, &bounds);
+    auto st = WritePatchFile(**patch_file, harvest, result->base_commit, &bounds);
     if (!st) RecordHarvestFailure(st.error().Render(), bounds.stopped_by, result);
   }
   if (held->cgroup) held->cgroup->Remove();
