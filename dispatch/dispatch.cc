@@ -228,8 +228,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (tty) hang_up = [&tty] { tty->HangUp(); };
   LoopOutcome outcome = ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up);
   if (tty) tty->Finish();
-  Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, planned->harvest,
-         signal_fd->get(), &*patch_file, result);
+  Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, *planned, signal_fd->get(),
+         &*patch_file, result);
   return {};
 }
 
