@@ -195,13 +195,14 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (!lent) return lent.error();
   auto guard = GuardDispatchDirs(request, *dirs);
   if (!guard) return guard.error();
+  // --patch is checked with the other output files, before the host resources exist.
+  auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
+  if (!patch_file) return patch_file.error();
   HostResources held;
   if (auto st = held.Acquire(r, result->id, dirs->workspace); !st) return st;
   auto planned = CompileDispatchPlan(r, held.Facts(dirs->workspace, dirs->out, self_exe, &*guard));
   if (!planned) return planned.error();
   ReportPlan(*planned, result);
-  auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
-  if (!patch_file) return patch_file.error();
   int stop = 0;
   if (auto st = RecordBaseCommit(r, *guard, planned->harvest, signal_fd->get(), &stop, result); !st)
     return st;
