@@ -40,12 +40,6 @@ bool WaitForFile(const std::string& path, std::chrono::seconds limit) {
   return true;
 }
 
-uid_t UidOf(int pid) {
-  std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status").value_or("");
-  auto at = status.find("\nUid:");
-  return at == std::string::npos ? 0 : static_cast<uid_t>(std::stoul(status.substr(at + 5)));
-}
-
 // The route sockets in root's state directories that belong to `owner`.
 std::vector<std::string> ChannelsOf(uid_t owner) {
   std::vector<std::string> sockets;
@@ -163,15 +157,15 @@ TEST_F(RunIdentityTest, TwoRunningDispatchesAreTwoUidsNobodyElseReaches) {
   std::vector<int> pids_b = ProcessesMatching(tag + "-B");
   uid_t uid_a = 0;
   uid_t uid_b = 0;
-  for (int pid : pids_a) uid_a = UidOf(pid) != 0 ? UidOf(pid) : uid_a;
-  for (int pid : pids_b) uid_b = UidOf(pid) != 0 ? UidOf(pid) : uid_b;
+  for (int pid : pids_a) uid_a = UidOfProcess(pid) != 0 ? UidOfProcess(pid) : uid_a;
+  for (int pid : pids_b) uid_b = UidOfProcess(pid) != 0 ? UidOfProcess(pid) : uid_b;
   if (both && uid_a != 0 && uid_b != 0) {
     const std::vector<std::string> channels = ChannelsOf(uid_a);
     EXPECT_FALSE(channels.empty()) << "dispatch A's route socket, its uid's";
     int checked = 0;
     for (uid_t attacker : {uid_t{65534}, uid_b}) {
       for (int pid : pids_a) {
-        if (UidOf(pid) != uid_a) continue;  // `run` itself, root's
+        if (UidOfProcess(pid) != uid_a) continue;  // `run` itself, root's
         ++checked;
         // The probe itself works: the dispatch's own uid may signal its own process.
         if (attacker == 65534) {

@@ -101,6 +101,12 @@ std::vector<int> ProcessesMatching(const std::string& needle) {
   return pids;
 }
 
+uid_t UidOfProcess(int pid) {
+  const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status").value_or("");
+  const auto at = status.find("\nUid:");
+  return at == std::string::npos ? 0 : static_cast<uid_t>(std::stoul(status.substr(at + 5)));
+}
+
 std::string FormatHash(uint64_t hash) {
   char buf[20];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash));
