@@ -14,8 +14,10 @@
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
+#include "dispatch/identity/subordinate.h"
 #include "dispatch/record/status_file.h"
 #include "dispatch/sys/caller_stderr.h"
+#include "dispatch/sys/subordinate_env.h"
 
 namespace sbx::cli {
 namespace {
@@ -26,7 +28,7 @@ using dispatch::DispatchRequest;
 
 void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
               std::string& timeout, std::string& grace, std::string& limits_mode, bool& tty,
-              bool& no_tty) {
+              bool& no_tty, std::string& identity) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--rev", r.rev, "with --repo: start from this branch, tag or commit");
   app.add_flag("--include-uncommitted", r.include_uncommitted,
@@ -68,6 +70,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--landlock-allow", r.landlock_allow,
                  "leave out one Landlock part: fs, net or scope (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: USER or UID[:GID] the sandbox runs as");
+  app.add_option("--identity", identity,
+                 "unprivileged callers: own (default: the sandbox runs as you) or subuid (a "
+                 "subordinate uid of your /etc/subuid range per dispatch)")
+      ->check(CLI::IsMember({"own", "subuid"}));
   app.add_option("--patch", r.patch, "afterwards, write the agent's work here as one patch");
   app.add_flag("--rm", r.rm,
                "remove the dispatch directory at the end (a given --out or --workspace stays)");
@@ -132,7 +138,8 @@ int RunRunCommand(std::span<const std::string> args) {
   std::string limits_mode = "strict";
   bool tty = false;
   bool no_tty = false;
-  AddFlags(app, request, agent, backend, timeout, grace, limits_mode, tty, no_tty);
+  std::string identity = "own";
+  AddFlags(app, request, agent, backend, timeout, grace, limits_mode, tty, no_tty, identity);
   // The command, verbatim, is split off first; CLI11 sees only the options.
   std::vector<RunOptionName> known = KnownOptions(app);
   auto split = SplitRunArgs(args, known);
@@ -167,6 +174,22 @@ int RunRunCommand(std::span<const std::string> args) {
   request.tty = tty      ? dispatch::TtyMode::kOn
                 : no_tty ? dispatch::TtyMode::kOff
                          : dispatch::TtyMode::kAuto;
+  // --identity subuid: the same run again as uid 0 of a namespace that maps the caller's
+  // subordinate ids (dispatch/identity/subordinate.h), which takes it from here.
+  if (identity == "subuid" && !dispatch::InSubordinateNamespace()) {
+    if (::geteuid() == 0) {
+      return Fail(
+          "--identity subuid is for unprivileged callers: a root caller's dispatches "
+          "get host ids of their own already");
+    }
+    if (request.run_as) return Fail("--identity subuid and --run-as do not go together");
+    auto ids = dispatch::ResolveCallerSubordinateIds();
+    if (!ids) return Fail(ids.error().Render());
+    std::fflush(stdout);
+    auto code = dispatch::RunInSubordinateNamespace(*ids, SelfExe(), args);
+    if (!code) return Fail(code.error().Render());
+    return *code;
+  }
   // Checked before anything starts: a name that is not a regular file is refused now, not
   // written through after the agent ran.
   std::optional<dispatch::StatusFile> status_file;

@@ -6,14 +6,62 @@
 
 #include "cli/doctor/doctor_probes.h"
 #include "dispatch/identity/lease.h"
+#include "dispatch/identity/subordinate.h"
 
 namespace sbx::cli::doctor {
+
+namespace {
+
+// What `run --identity subuid` would lease from, and the leases of it in use.
+void SubordinateChecks(std::vector<Check>& checks) {
+  auto ids = dispatch::ResolveCallerSubordinateIds();
+  if (!ids) {
+    checks.push_back({"identity subuid", CheckStatus::kInfo,
+                      "run --identity subuid is not available: " + ids.error().Render(), ""});
+    return;
+  }
+  checks.push_back(
+      {"identity subuid", CheckStatus::kInfo,
+       fmt::format("run --identity subuid leases a host uid and gid per dispatch from {}'s "
+                   "subordinate ids: uids {}-{}, gids {}-{} (through {} and {})",
+                   ids->user, ids->first_uid, uint64_t{ids->first_uid} + ids->count - 1,
+                   ids->first_gid, uint64_t{ids->first_gid} + ids->count - 1, ids->newuidmap,
+                   ids->newgidmap),
+       ""});
+  auto dir = dispatch::SubordinateLeaseDir();
+  if (!dir) return;
+  auto leases = dispatch::ListLeases(*dir, ::getuid());
+  if (!leases) {
+    checks.push_back({"identity subuid leases", CheckStatus::kInfo, leases.error().Render(),
+                      "remove what does not belong in " + *dir});
+    return;
+  }
+  size_t in_use = 0;
+  std::string held;
+  for (const auto& lease : *leases) {
+    if (!lease.in_use) continue;
+    ++in_use;
+    // Recorded as ids of the namespace, where 1 is the range's first id.
+    if (in_use <= 8) {
+      held += fmt::format("{}{} ({}, {})", held.empty() ? "" : "; ",
+                          uint64_t{ids->first_uid} + lease.uid - 1, lease.dispatch_id,
+                          lease.running ? "running" : "its directory exists");
+    }
+  }
+  checks.push_back(
+      {"identity subuid leases", CheckStatus::kInfo,
+       fmt::format("{} in use in {}{}{}", in_use, *dir, held.empty() ? "" : ": ", held), ""});
+}
+
+}  // namespace
 
 std::vector<Check> IdentityChecks() {
   std::vector<Check> checks;
   if (::geteuid() != 0) {
     checks.push_back({"identity", CheckStatus::kInfo,
-                      "an unprivileged caller's sandbox runs as the caller's own uid", ""});
+                      "an unprivileged caller's sandbox runs as the caller's own uid by default",
+                      ""});
+    SubordinateChecks(checks);
     return checks;
   }
   auto options = dispatch::HostLeaseOptions(65534, 65534);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -216,6 +217,15 @@ TEST_F(RunIdentityTest, ALeaseIsNotReusedWhileItsDispatchDirectoryExists) {
   }
   EXPECT_NE(uids[0], uids[1]) << "the first dispatch's directory still exists";
   EXPECT_NE(uids[0], "65534");
+}
+
+// --identity subuid is an unprivileged caller's: root's dispatches are leased already.
+TEST_F(RunIdentityTest, RootIsRefusedTheSubordinateIdentity) {
+  TempDir ws;
+  RunResult r = RunAteam({"--identity", "subuid", "--workspace", ws.path()}, {"true"});
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << Describe(r);
+  EXPECT_NE(r.err.find("--identity subuid is for unprivileged callers"), std::string::npos);
 }
 
 }  // namespace

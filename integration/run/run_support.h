@@ -40,6 +40,10 @@ void HandToSandboxUser(const std::string& dir);
 
 // Pids whose /proc/PID/cmdline contains `needle` (NUL separators read as blanks).
 std::vector<int> ProcessesMatching(const std::string& needle);
+// The first subordinate-id range /etc/subuid (or subgid) grants this user: "START,COUNT";
+// "" when none.
+std::string SubordinateRange(const char* file);
+
 // The real uid on the Uid: line of /proc/PID/status; 0 when it cannot be read.
 uid_t UidOfProcess(int pid);
 

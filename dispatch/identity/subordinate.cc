@@ -1,0 +1,225 @@
+#include "dispatch/identity/subordinate.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/unique_fd.h"
+#include "dispatch/identity/id_range.h"
+#include "dispatch/sys/subordinate_env.h"
+
+namespace sbx::dispatch {
+namespace {
+
+// The file's text, "" when it does not exist.
+base::Result<std::string> ReadIdFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return std::string();
+    return base::ErrnoError("Can't read", path);
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+base::Result<SubordinateRange> FirstRange(const std::string& path, const std::string& user,
+                                          uid_t uid) {
+  auto text = ReadIdFile(path);
+  if (!text) return text.error();
+  auto ranges = ParseSubordinateRanges(*text, user, uid);
+  if (!ranges) return ranges.error().WithContext(path);
+  if (ranges->empty()) {
+    return base::Error::Message(fmt::format(
+        "--identity subuid: {} grants {} (uid {}) no subordinate ids; an administrator gives "
+        "them with usermod --add-subuids FIRST-LAST --add-subgids FIRST-LAST {}",
+        path, user, uid, user));
+  }
+  return ranges->front();
+}
+
+std::string FindHelper(const std::string& name) {
+  std::vector<std::string> dirs;
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+  std::stringstream list(path != nullptr ? path : "");
+  for (std::string dir; std::getline(list, dir, ':');) {
+    if (dir.starts_with('/')) dirs.push_back(dir);
+  }
+  for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin"}) dirs.emplace_back(dir);
+  for (const std::string& dir : dirs) {
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// Runs a map helper: HELPER PID 0 OUTSIDE 1 1 FIRST COUNT; true when it exited 0.
+bool WriteMap(const std::string& helper, pid_t pid, uint32_t outside, uint32_t first,
+              uint32_t count) {
+  std::vector<std::string> words = {helper,
+                                    std::to_string(pid),
+                                    "0",
+                                    std::to_string(outside),
+                                    "1",
+                                    "1",
+                                    std::to_string(first),
+                                    std::to_string(count)};
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return false;
+  if (child == 0) {
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+volatile sig_atomic_t g_inner = 0;  // the re-executed run, for the forwarding handler
+
+void Forward(int sig) {
+  if (g_inner > 0) ::kill(static_cast<pid_t>(g_inner), sig);
+}
+
+}  // namespace
+
+base::Result<CallerSubordinateIds> ResolveCallerSubordinateIds(const std::string& subuid,
+                                                               const std::string& subgid) {
+  CallerSubordinateIds ids;
+  ids.uid = ::getuid();
+  ids.gid = ::getgid();
+  const passwd* pw = ::getpwuid(ids.uid);
+  if (pw == nullptr) {
+    return base::Error::Message(fmt::format(
+        "--identity subuid: uid {} has no passwd entry to look up in {}", ids.uid, subuid));
+  }
+  ids.user = pw->pw_name;
+  auto uids = FirstRange(subuid, ids.user, ids.uid);
+  if (!uids) return uids.error();
+  auto gids = FirstRange(subgid, ids.user, ids.uid);
+  if (!gids) return gids.error();
+  ids.first_uid = uids->first;
+  ids.first_gid = gids->first;
+  ids.count = std::min(uids->count, gids->count);
+  if (ids.count < kMinSubordinateIds) {
+    return base::Error::Message(fmt::format(
+        "--identity subuid: {} has {} subordinate ids in {} and {}; the sandbox needs at least "
+        "{} (its own ids inside are 65534)",
+        ids.user, ids.count, subuid, subgid, kMinSubordinateIds));
+  }
+  ids.newuidmap = FindHelper("newuidmap");
+  ids.newgidmap = FindHelper("newgidmap");
+  if (ids.newuidmap.empty() || ids.newgidmap.empty()) {
+    return base::Error::Message(
+        "--identity subuid: newuidmap and newgidmap are needed (package uidmap)");
+  }
+  return ids;
+}
+
+base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
+                                            const std::string& self_exe,
+                                            std::span<const std::string> args) {
+  int ready_pipe[2];
+  int go_pipe[2];
+  if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return base::ErrnoError("pipe");
+  base::UniqueFd ready_read(ready_pipe[0]);
+  base::UniqueFd ready_write(ready_pipe[1]);
+  if (::pipe2(go_pipe, O_CLOEXEC) != 0) return base::ErrnoError("pipe");
+  base::UniqueFd go_read(go_pipe[0]);
+  base::UniqueFd go_write(go_pipe[1]);
+  std::vector<std::string> words = {self_exe, "run"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  const std::string marker = fmt::format("{}={}:{}", kSubordinateEnv, ids.uid, ids.count);
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!std::string_view(*e).starts_with(std::string(kSubordinateEnv) + "=")) env.push_back(*e);
+  }
+  env.push_back(
+      const_cast<char*>(marker.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  env.push_back(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return base::ErrnoError("fork");
+  if (child == 0) {
+    ready_read.reset();
+    go_write.reset();
+    // The new user namespace first; its maps can only be written from outside it.
+    const char state = ::unshare(CLONE_NEWUSER) == 0 ? 'r' : 'e';
+    (void)!::write(ready_write.get(), &state, 1);
+    char go = 0;
+    if (state != 'r' || ::read(go_read.get(), &go, 1) != 1) ::_exit(125);
+    // Mapped: this process is uid 0 here, with every capability in this namespace (and
+    // none outside it), which the exec keeps.
+    ::execve(self_exe.c_str(), argv.data(), env.data());
+    ::_exit(127);
+  }
+  ready_write.reset();
+  go_read.reset();
+  auto abandon = [&](const std::string& why) -> base::Result<int> {
+    ::kill(child, SIGKILL);
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return base::Error::Message(why);
+  };
+  char state = 0;
+  if (::read(ready_read.get(), &state, 1) != 1 || state != 'r') {
+    return abandon(
+        "--identity subuid: can't create a user namespace (`ateam-sandbox doctor` "
+        "says what refuses it)");
+  }
+  if (!WriteMap(ids.newuidmap, child, ids.uid, ids.first_uid, ids.count) ||
+      !WriteMap(ids.newgidmap, child, ids.gid, ids.first_gid, ids.count)) {
+    return abandon(fmt::format(
+        "--identity subuid: {} or {} refused the map of {}'s subordinate ids (uids {}+{}, gids "
+        "{}+{})",
+        ids.newuidmap, ids.newgidmap, ids.user, ids.first_uid, ids.count, ids.first_gid,
+        ids.count));
+  }
+  // Terminal signals reach both processes; the inner run decides what they do.
+  g_inner = child;
+  struct sigaction forward {};
+  forward.sa_handler = Forward;
+  ::sigaction(SIGTERM, &forward, nullptr);
+  ::sigaction(SIGHUP, &forward, nullptr);
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGQUIT, SIG_IGN);
+  if (::write(go_write.get(), "g", 1) != 1) return abandon("--identity subuid: the run went away");
+  go_write.reset();
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return base::ErrnoError("waitpid");
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+base::Result<std::string> SubordinateLeaseDir() {
+  for (const char* name : {"XDG_STATE_HOME", "HOME"}) {
+    const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
+    if (value != nullptr && *value == '/') {
+      return fmt::format("{}{}/ateam-sandbox/leases", value,
+                         std::string_view(name) == "HOME" ? "/.local/state" : "");
+    }
+  }
+  return base::Error::Message(
+      "--identity subuid: no place for the caller's leases: set HOME or XDG_STATE_HOME");
+}
+
+}  // namespace sbx::dispatch
