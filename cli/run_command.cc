@@ -186,7 +186,7 @@ int RunRunCommand(std::span<const std::string> args) {
     auto ids = dispatch::ResolveCallerSubordinateIds();
     if (!ids) return Fail(ids.error().Render());
     std::fflush(stdout);
-    auto code = dispatch::RunInSubordinateNamespace(*ids, SelfExe(), args);
+    auto code = dispatch::RunInSubordinateNamespace(*ids, SelfExe(), args, request.die_with_parent);
     if (!code) return Fail(code.error().Render());
     return *code;
   }

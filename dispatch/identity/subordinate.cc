@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,8 +93,13 @@ bool WriteMap(const std::string& helper, pid_t pid, uint32_t outside, uint32_t f
 
 volatile sig_atomic_t g_inner = 0;  // the re-executed run, for the forwarding handler
 
-void Forward(int sig) {
-  if (g_inner > 0) ::kill(static_cast<pid_t>(g_inner), sig);
+// A signal sent to this process by kill(2) (an orchestrator's SIGTERM) is passed on; one
+// the terminal sent (si_code > 0) reached the inner run already, as the whole foreground
+// process group gets it.
+void Forward(int sig, siginfo_t* info, void* /*context*/) {
+  if (g_inner > 0 && info != nullptr && info->si_code <= 0) {
+    ::kill(static_cast<pid_t>(g_inner), sig);
+  }
 }
 
 }  // namespace
@@ -133,7 +139,9 @@ base::Result<CallerSubordinateIds> ResolveCallerSubordinateIds(const std::string
 
 base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
                                             const std::string& self_exe,
-                                            std::span<const std::string> args) {
+                                            std::span<const std::string> args,
+                                            bool die_with_parent) {
+  const pid_t parent = ::getppid();
   int ready_pipe[2];
   int go_pipe[2];
   if (::pipe2(ready_pipe, O_CLOEXEC) != 0) return base::ErrnoError("pipe");
@@ -192,14 +200,17 @@ base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
         ids.newuidmap, ids.newgidmap, ids.user, ids.first_uid, ids.count, ids.first_gid,
         ids.count));
   }
-  // Terminal signals reach both processes; the inner run decides what they do.
+  // The inner run decides what every stop signal does; this process only passes them on.
   g_inner = child;
   struct sigaction forward {};
-  forward.sa_handler = Forward;
-  ::sigaction(SIGTERM, &forward, nullptr);
-  ::sigaction(SIGHUP, &forward, nullptr);
-  ::signal(SIGINT, SIG_IGN);
-  ::signal(SIGQUIT, SIG_IGN);
+  forward.sa_sigaction = Forward;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  for (int sig : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) ::sigaction(sig, &forward, nullptr);
+  // --die-with-parent: the inner run watches this process, so this one follows the caller.
+  if (die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::kill(child, SIGTERM);
+  }
   if (::write(go_write.get(), "g", 1) != 1) return abandon("--identity subuid: the run went away");
   go_write.reset();
   int status = 0;

@@ -45,11 +45,14 @@ base::Result<CallerSubordinateIds> ResolveCallerSubordinateIds(
     const std::string& subuid = "/etc/subuid", const std::string& subgid = "/etc/subgid");
 
 // Runs `self_exe run ARGS...` as uid 0 of the namespace above and returns its exit code
-// (128 + N for a signal N); SIGTERM and SIGHUP sent to this process are passed on. An error
-// when the namespace or its maps could not be made: nothing was started then.
+// (128 + N for a signal N). Stop signals sent to this process with kill(2) are passed on;
+// `die_with_parent` (--die-with-parent): this process gets SIGTERM, passed on, when its
+// parent dies. An error when the namespace or its maps could not be made: nothing was
+// started then.
 base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
                                             const std::string& self_exe,
-                                            std::span<const std::string> args);
+                                            std::span<const std::string> args,
+                                            bool die_with_parent);
 
 // Where a caller's subordinate leases live: $XDG_STATE_HOME/ateam-sandbox/leases, else
 // $HOME/.local/state/ateam-sandbox/leases (the caller's own; the lease code makes and

@@ -20,7 +20,8 @@ struct SubordinateNamespace {
   uint32_t count = 0;    // ids 1..count here are the caller's subordinate ids
 };
 
-// Set when kSubordinateEnv is well-formed and this process is uid 0; nullopt otherwise.
+// Set when kSubordinateEnv is well-formed, this process is uid 0, and /proc/self/uid_map
+// maps uid 0 to the caller alone and 1..COUNT to one block; nullopt otherwise.
 std::optional<SubordinateNamespace> InSubordinateNamespace();
 
 }  // namespace sbx::dispatch
