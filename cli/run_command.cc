@@ -125,6 +125,27 @@ int Fail(const std::string& message) {
   return dispatch::kRuntimeFailureExit;
 }
 
+// --identity subuid: the same run again as uid 0 of a namespace that maps the caller's
+// subordinate ids (dispatch/identity/subordinate.h), which takes it from there; its exit
+// code, or nullopt when this run goes on itself (no subuid, or it is that run already).
+std::optional<int> RunWithSubordinateIdentity(const std::string& identity,
+                                              const DispatchRequest& request,
+                                              std::span<const std::string> args) {
+  if (identity != "subuid" || dispatch::InSubordinateNamespace()) return std::nullopt;
+  if (::geteuid() == 0) {
+    return Fail(
+        "--identity subuid is for unprivileged callers: a root caller's dispatches get host ids "
+        "of their own already");
+  }
+  if (request.run_as) return Fail("--identity subuid and --run-as do not go together");
+  auto ids = dispatch::ResolveCallerSubordinateIds();
+  if (!ids) return Fail(ids.error().Render());
+  std::fflush(stdout);
+  auto code = dispatch::RunInSubordinateNamespace(*ids, SelfExe(), args, request.die_with_parent);
+  if (!code) return Fail(code.error().Render());
+  return *code;
+}
+
 }  // namespace
 
 int RunRunCommand(std::span<const std::string> args) {
@@ -174,22 +195,7 @@ int RunRunCommand(std::span<const std::string> args) {
   request.tty = tty      ? dispatch::TtyMode::kOn
                 : no_tty ? dispatch::TtyMode::kOff
                          : dispatch::TtyMode::kAuto;
-  // --identity subuid: the same run again as uid 0 of a namespace that maps the caller's
-  // subordinate ids (dispatch/identity/subordinate.h), which takes it from here.
-  if (identity == "subuid" && !dispatch::InSubordinateNamespace()) {
-    if (::geteuid() == 0) {
-      return Fail(
-          "--identity subuid is for unprivileged callers: a root caller's dispatches "
-          "get host ids of their own already");
-    }
-    if (request.run_as) return Fail("--identity subuid and --run-as do not go together");
-    auto ids = dispatch::ResolveCallerSubordinateIds();
-    if (!ids) return Fail(ids.error().Render());
-    std::fflush(stdout);
-    auto code = dispatch::RunInSubordinateNamespace(*ids, SelfExe(), args, request.die_with_parent);
-    if (!code) return Fail(code.error().Render());
-    return *code;
-  }
+  if (auto done = RunWithSubordinateIdentity(identity, request, args)) return *done;
   // Checked before anything starts: a name that is not a regular file is refused now, not
   // written through after the agent ran.
   std::optional<dispatch::StatusFile> status_file;

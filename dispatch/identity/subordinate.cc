@@ -10,12 +10,14 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "base/child_process.h"
 #include "base/unique_fd.h"
 #include "dispatch/identity/id_range.h"
 #include "dispatch/sys/subordinate_env.h"
@@ -59,7 +61,9 @@ std::string FindHelper(const std::string& name) {
   }
   for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin"}) dirs.emplace_back(dir);
   for (const std::string& dir : dirs) {
-    const std::string candidate = dir + "/" + name;
+    std::string candidate = dir;
+    candidate += "/";
+    candidate += name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
@@ -77,16 +81,17 @@ bool WriteMap(const std::string& helper, pid_t pid, uint32_t outside, uint32_t f
                                     std::to_string(first),
                                     std::to_string(count)};
   std::vector<char*> argv;
+  argv.reserve(words.size() + 1);
   for (std::string& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) return false;
-  if (child == 0) {
+  auto child = base::ForkWithPidfd(helper.c_str());
+  if (!child) return false;
+  if (child->pid == 0) {
     ::execv(argv[0], argv.data());
     ::_exit(127);
   }
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
@@ -153,6 +158,7 @@ base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
   std::vector<std::string> words = {self_exe, "run"};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(words.size() + 1);
   for (std::string& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
   const std::string marker = fmt::format("{}={}:{}", kSubordinateEnv, ids.uid, ids.count);
@@ -163,16 +169,18 @@ base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
   env.push_back(
       const_cast<char*>(marker.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   env.push_back(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) return base::ErrnoError("fork");
+  auto forked = base::ForkWithPidfd("the --identity subuid namespace");
+  if (!forked) return forked.error();
+  const pid_t child = forked->pid;
   if (child == 0) {
     ready_read.reset();
     go_write.reset();
-    // The new user namespace first; its maps can only be written from outside it.
-    const char state = ::unshare(CLONE_NEWUSER) == 0 ? 'r' : 'e';
-    (void)!::write(ready_write.get(), &state, 1);
+    // The new user namespace first; its maps can only be written from outside it. The
+    // parent gets 0 or unshare's errno.
+    const int err = ::unshare(CLONE_NEWUSER) == 0 ? 0 : errno;
+    (void)!::write(ready_write.get(), &err, sizeof err);
     char go = 0;
-    if (state != 'r' || ::read(go_read.get(), &go, 1) != 1) ::_exit(125);
+    if (err != 0 || ::read(go_read.get(), &go, 1) != 1) ::_exit(125);
     // Mapped: this process is uid 0 here, with every capability in this namespace (and
     // none outside it), which the exec keeps.
     ::execve(self_exe.c_str(), argv.data(), env.data());
@@ -186,11 +194,12 @@ base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
     }
     return base::Error::Message(why);
   };
-  char state = 0;
-  if (::read(ready_read.get(), &state, 1) != 1 || state != 'r') {
-    return abandon(
-        "--identity subuid: can't create a user namespace (`ateam-sandbox doctor` "
-        "says what refuses it)");
+  int err = EPIPE;
+  if (::read(ready_read.get(), &err, sizeof err) != sizeof err || err != 0) {
+    return abandon(fmt::format(
+        "--identity subuid: can't create a user namespace: {} (`ateam-sandbox doctor` says what "
+        "refuses it)",
+        std::strerror(err)));  // NOLINT(concurrency-mt-unsafe)
   }
   if (!WriteMap(ids.newuidmap, child, ids.uid, ids.first_uid, ids.count) ||
       !WriteMap(ids.newgidmap, child, ids.gid, ids.first_gid, ids.count)) {

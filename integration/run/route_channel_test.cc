@@ -13,7 +13,6 @@
 // line (route) or one stderr line (report). No timing assertion: every wait is for an
 // effect, under a watchdog.
 #include <fcntl.h>
-#include <grp.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <netinet/in.h>
@@ -39,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/child_process.h"
 #include "base/socket_message.h"
 #include "integration/run/run_support.h"
 
@@ -192,8 +192,7 @@ enum Outcome { kKeptOut = 0, kHandedOver = 1, kSendFailed = 2, kSetupFailed = 3 
 int Attack(uid_t uid, bool dac_override, const std::vector<std::string>& sockets) {
   const pid_t child = fork();
   if (child == 0) {
-    if (setgroups(0, nullptr) != 0 || (dac_override && prctl(PR_SET_KEEPCAPS, 1) != 0) ||
-        setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0 ||
+    if ((dac_override && prctl(PR_SET_KEEPCAPS, 1) != 0) || base::SwitchToIds(uid, uid) != 0 ||
         (dac_override && !KeepDacOverride())) {
       _exit(kSetupFailed);
     }
