@@ -12,6 +12,24 @@ namespace sbx::cli::doctor {
 
 namespace {
 
+struct LeasesInUse {
+  size_t count = 0;
+  std::string shown;  // the first eight: host uid, dispatch, why it is held
+};
+
+// The leases in use; a lease's uid plus `to_host` is its host uid.
+LeasesInUse InUse(const std::vector<dispatch::LeaseInfo>& leases, int64_t to_host) {
+  LeasesInUse used;
+  for (const auto& lease : leases) {
+    if (!lease.in_use) continue;
+    if (++used.count > 8) continue;
+    used.shown +=
+        fmt::format("{}{} ({}, {})", used.shown.empty() ? "" : "; ", int64_t{lease.uid} + to_host,
+                    lease.dispatch_id, lease.running ? "running" : "its directory exists");
+  }
+  return used;
+}
+
 // What `run --identity subuid` would lease from, and the leases of it in use.
 void SubordinateChecks(std::vector<Check>& checks) {
   auto ids = dispatch::ResolveCallerSubordinateIds();
@@ -36,21 +54,12 @@ void SubordinateChecks(std::vector<Check>& checks) {
                       "remove what does not belong in " + *dir});
     return;
   }
-  size_t in_use = 0;
-  std::string held;
-  for (const auto& lease : *leases) {
-    if (!lease.in_use) continue;
-    ++in_use;
-    // Recorded as ids of the namespace, where 1 is the range's first id.
-    if (in_use <= 8) {
-      held += fmt::format("{}{} ({}, {})", held.empty() ? "" : "; ",
-                          uint64_t{ids->first_uid} + lease.uid - 1, lease.dispatch_id,
-                          lease.running ? "running" : "its directory exists");
-    }
-  }
-  checks.push_back(
-      {"identity subuid leases", CheckStatus::kInfo,
-       fmt::format("{} in use in {}{}{}", in_use, *dir, held.empty() ? "" : ": ", held), ""});
+  // Recorded as ids of the namespace, where 1 is the range's first id.
+  const LeasesInUse used = InUse(*leases, int64_t{ids->first_uid} - 1);
+  checks.push_back({"identity subuid leases", CheckStatus::kInfo,
+                    fmt::format("{} in use in {}{}{}", used.count, *dir,
+                                used.shown.empty() ? "" : ": ", used.shown),
+                    ""});
 }
 
 }  // namespace
@@ -83,20 +92,11 @@ std::vector<Check> IdentityChecks() {
                       "remove what does not belong in " + options->dir});
     return checks;
   }
-  size_t in_use = 0;
-  std::string held;
-  for (const auto& lease : *leases) {
-    if (!lease.in_use) continue;
-    ++in_use;
-    if (in_use <= 8) {
-      held += fmt::format("{}{} ({}, {})", held.empty() ? "" : "; ", lease.uid, lease.dispatch_id,
-                          lease.running ? "running" : "its directory exists");
-    }
-  }
-  checks.push_back(
-      {"identity leases", CheckStatus::kInfo,
-       fmt::format("{} of {} in use{}{}", in_use, range.count, held.empty() ? "" : ": ", held),
-       ""});
+  const LeasesInUse used = InUse(*leases, 0);
+  checks.push_back({"identity leases", CheckStatus::kInfo,
+                    fmt::format("{} of {} in use{}{}", used.count, range.count,
+                                used.shown.empty() ? "" : ": ", used.shown),
+                    ""});
   return checks;
 }
 
