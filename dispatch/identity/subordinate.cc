@@ -107,6 +107,46 @@ void Forward(int sig, siginfo_t* info, void* /*context*/) {
   }
 }
 
+// `self_exe run ARGS...` and this environment with `marker` instead of any value of
+// kSubordinateEnv, as execve takes them (made before the fork: the child only execs).
+struct InnerExec {
+  InnerExec(const std::string& self_exe, std::span<const std::string> args, std::string marker)
+      : marker_(std::move(marker)) {
+    words_ = {self_exe, "run"};
+    words_.insert(words_.end(), args.begin(), args.end());
+    argv.reserve(words_.size() + 1);
+    for (std::string& word : words_) argv.push_back(word.data());
+    argv.push_back(nullptr);
+    const std::string name = std::string(kSubordinateEnv) + "=";
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!std::string_view(*e).starts_with(name)) env.push_back(*e);
+    }
+    env.push_back(marker_.data());
+    env.push_back(nullptr);
+  }
+  std::vector<char*> argv;
+  std::vector<char*> env;
+
+ private:
+  std::vector<std::string> words_;
+  std::string marker_;
+};
+
+// The inner run decides what every stop signal does; this process only passes on those
+// sent to it. --die-with-parent: the inner run watches this process, so this one follows
+// the caller (`parent`).
+void ForwardStopSignals(pid_t inner, bool die_with_parent, pid_t parent) {
+  g_inner = inner;
+  struct sigaction forward {};
+  forward.sa_sigaction = Forward;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  for (int sig : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) ::sigaction(sig, &forward, nullptr);
+  if (die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::kill(inner, SIGTERM);
+  }
+}
+
 }  // namespace
 
 base::Result<CallerSubordinateIds> ResolveCallerSubordinateIds(const std::string& subuid,
@@ -155,20 +195,7 @@ base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
   if (::pipe2(go_pipe, O_CLOEXEC) != 0) return base::ErrnoError("pipe");
   base::UniqueFd go_read(go_pipe[0]);
   base::UniqueFd go_write(go_pipe[1]);
-  std::vector<std::string> words = {self_exe, "run"};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  argv.reserve(words.size() + 1);
-  for (std::string& word : words) argv.push_back(word.data());
-  argv.push_back(nullptr);
-  const std::string marker = fmt::format("{}={}:{}", kSubordinateEnv, ids.uid, ids.count);
-  std::vector<char*> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (!std::string_view(*e).starts_with(std::string(kSubordinateEnv) + "=")) env.push_back(*e);
-  }
-  env.push_back(
-      const_cast<char*>(marker.c_str()));  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  env.push_back(nullptr);
+  InnerExec inner(self_exe, args, fmt::format("{}={}:{}", kSubordinateEnv, ids.uid, ids.count));
   auto forked = base::ForkWithPidfd("the --identity subuid namespace");
   if (!forked) return forked.error();
   const pid_t child = forked->pid;
@@ -183,7 +210,7 @@ base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
     if (err != 0 || ::read(go_read.get(), &go, 1) != 1) ::_exit(125);
     // Mapped: this process is uid 0 here, with every capability in this namespace (and
     // none outside it), which the exec keeps.
-    ::execve(self_exe.c_str(), argv.data(), env.data());
+    ::execve(self_exe.c_str(), inner.argv.data(), inner.env.data());
     ::_exit(127);
   }
   ready_write.reset();
@@ -209,17 +236,7 @@ base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
         ids.newuidmap, ids.newgidmap, ids.user, ids.first_uid, ids.count, ids.first_gid,
         ids.count));
   }
-  // The inner run decides what every stop signal does; this process only passes them on.
-  g_inner = child;
-  struct sigaction forward {};
-  forward.sa_sigaction = Forward;
-  forward.sa_flags = SA_SIGINFO | SA_RESTART;
-  for (int sig : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) ::sigaction(sig, &forward, nullptr);
-  // --die-with-parent: the inner run watches this process, so this one follows the caller.
-  if (die_with_parent) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::kill(child, SIGTERM);
-  }
+  ForwardStopSignals(child, die_with_parent, parent);
   if (::write(go_write.get(), "g", 1) != 1) return abandon("--identity subuid: the run went away");
   go_write.reset();
   int status = 0;
