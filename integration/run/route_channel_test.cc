@@ -33,7 +33,6 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,21 +50,19 @@ using std::chrono::steady_clock;
 constexpr seconds kWatchdog{60};
 constexpr const char* kStateRoot = "/run/ateam-sandbox-0";
 
-std::set<std::string> StateDirs() {
-  std::set<std::string> dirs;
+// `run`'s own state directory, found through the descriptor it holds of it (other root
+// dispatches may be making theirs at the same time), once its route-0.sock exists; and
+// that socket's owner.
+std::pair<std::string, uid_t> NewRouteSocket(pid_t run) {
+  const std::string fds = "/proc/" + std::to_string(run) + "/fd";
   std::error_code ec;
-  for (const auto& dir : std::filesystem::directory_iterator(kStateRoot, ec))
-    dirs.insert(dir.path());
-  return dirs;
-}
-
-// A state directory not in `before` whose route-0.sock exists, and that socket's owner.
-std::pair<std::string, uid_t> NewRouteSocket(const std::set<std::string>& before) {
-  for (const std::string& dir : StateDirs()) {
-    if (before.contains(dir)) continue;
+  for (const auto& entry : std::filesystem::directory_iterator(fds, ec)) {
+    std::error_code link_ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), link_ec);
+    if (link_ec || !target.starts_with(std::string(kStateRoot) + "/dispatch-")) continue;
     struct stat st {};
-    if (lstat((dir + "/route-0.sock").c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
-      return {dir, st.st_uid};
+    if (lstat((target + "/route-0.sock").c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+      return {target, st.st_uid};
     }
   }
   return {"", 0};
@@ -131,9 +128,9 @@ struct Held {
 
 // HoldAtFirstForkOnceReady in a process of its own (the tracer must not be a thread of the
 // process whose other thread waits for `run`: that wait would take the trace stops), ready
-// once a state directory not in `before` has its route socket. Returns what it saw and an fd
+// once `run`'s state directory has its route socket. Returns what it saw and an fd
 // whose closing releases `run`; the holder is reaped by WaitForHolder.
-std::pair<Held, int> StartHolder(pid_t run, const std::set<std::string>& before, pid_t* holder) {
+std::pair<Held, int> StartHolder(pid_t run, pid_t* holder) {
   int report[2];
   int go[2];
   if (pipe2(report, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0) return {{}, -1};
@@ -143,7 +140,7 @@ std::pair<Held, int> StartHolder(pid_t run, const std::set<std::string>& before,
     close(go[1]);
     std::pair<std::string, uid_t> found{"", 0};
     const pid_t child = HoldAtFirstForkOnceReady(run, [&] {
-      found = NewRouteSocket(before);
+      found = NewRouteSocket(run);
       return !found.first.empty();
     });
     const std::string text = found.first + "\n" + std::to_string(found.second) + "\n" +
@@ -283,7 +280,6 @@ TEST_F(RunRouteChannelTest, OnlyTheSupervisorsListenerIsAdopted) {
 
   EchoServer echo;
   const std::string ledger = ledger_dir_.Sub("ledger.jsonl");
-  const std::set<std::string> before = StateDirs();
   RunResult r;
   std::thread run_thread([&] {
     // --repo: the clone, the only step before the sandbox that runs as the leased uid, is
@@ -303,7 +299,7 @@ TEST_F(RunRouteChannelTest, OnlyTheSupervisorsListenerIsAdopted) {
     if (run <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   pid_t holder = -1;
-  const auto [held, release] = run > 0 ? StartHolder(run, before, &holder) : std::pair{Held{}, -1};
+  const auto [held, release] = run > 0 ? StartHolder(run, &holder) : std::pair{Held{}, -1};
   const std::string& dir = held.dir;
   const uid_t leased = held.leased;
   const bool held_early = held.held;
