@@ -8,9 +8,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "base/overflow_owner.h"
 #include "base/syscalls.h"
 
 namespace sbx::base {
@@ -38,12 +40,19 @@ Result<UniqueFd> OpenDirPath(int dirfd, const std::string& name, const std::stri
   return fd;
 }
 
+// The directories RestrictOverflowAncestors vouched for; unset: any overflow-owned one.
+std::optional<std::vector<DirIdentity>>& VouchedOverflowDirs() {
+  static std::optional<std::vector<DirIdentity>> dirs;
+  return dirs;
+}
+
 // In a user namespace that does not map host uid 0 (a rootless container, `unshare -r`),
 // host root's directories show up as owned by the overflow uid, like those of every other
 // unmapped user: nothing from inside can tell them apart, and the namespace's creator
 // decided what it sees. Such a directory is accepted on the way to a root, never as the
-// place written in. Outside such a namespace the overflow uid is an ordinary user.
-bool OverflowOwnerStandsForRoot(uid_t uid) {
+// place written in, and only among the vouched ones when a list was given. Outside such a
+// namespace the overflow uid is an ordinary user.
+bool OverflowOwnerStandsForRoot(const struct stat& st) {
   static const uid_t overflow = [] {
     unsigned value = 65534;
     if (FILE* f = std::fopen("/proc/sys/kernel/overflowuid", "re")) {
@@ -65,7 +74,12 @@ bool OverflowOwnerStandsForRoot(uid_t uid) {
     std::fclose(f);
     return !mapped;
   }();
-  return host_root_unmapped && uid == overflow;
+  if (!host_root_unmapped || st.st_uid != overflow) return false;
+  const auto& vouched = VouchedOverflowDirs();
+  if (!vouched) return true;
+  return std::any_of(vouched->begin(), vouched->end(), [&](const DirIdentity& dir) {
+    return dir.dev == st.st_dev && dir.ino == st.st_ino;
+  });
 }
 
 Status CheckFd(int fd, const DirRule& rule, const std::string& shown) {
@@ -76,11 +90,15 @@ Status CheckFd(int fd, const DirRule& rule, const std::string& shown) {
 
 }  // namespace
 
+void RestrictOverflowAncestors(std::vector<DirIdentity> host_root_dirs) {
+  VouchedOverflowDirs() = std::move(host_root_dirs);
+}
+
 Status CheckDirStat(const struct stat& st, const DirRule& rule, const std::string& path) {
   if (S_ISLNK(st.st_mode)) return Error(ELOOP, "Refusing directory (a symlink)", path);
   if (!S_ISDIR(st.st_mode)) return Error(ENOTDIR, "Refusing", path);
   bool owner_ok = st.st_uid == rule.owner || (!rule.owner_only && st.st_uid == 0) ||
-                  (rule.as_ancestor && OverflowOwnerStandsForRoot(st.st_uid));
+                  (rule.as_ancestor && OverflowOwnerStandsForRoot(st));
   if (!owner_ok) {
     return Error(EPERM,
                  "Refusing directory owned by uid " + std::to_string(st.st_uid) +

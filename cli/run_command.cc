@@ -15,6 +15,7 @@
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/identity/subordinate.h"
+#include "dispatch/identity/subordinate_dirs.h"
 #include "dispatch/plan/limits.h"
 #include "dispatch/record/status_file.h"
 #include "dispatch/request/human_units.h"
@@ -163,7 +164,13 @@ int Fail(const std::string& message) {
 std::optional<int> RunWithSubordinateIdentity(const std::string& identity,
                                               const DispatchRequest& request,
                                               std::span<const std::string> args) {
-  if (identity != "subuid" || dispatch::InSubordinateNamespace()) return std::nullopt;
+  if (dispatch::InSubordinateNamespace()) {
+    // Before any path is checked: only host root's directories the outer run saw count as
+    // root's here (dispatch/identity/subordinate_dirs.h).
+    dispatch::TrustOnlyVouchedHostRootDirs();
+    return std::nullopt;
+  }
+  if (identity != "subuid") return std::nullopt;
   if (::geteuid() == 0) {
     return Fail(
         "--identity subuid is for unprivileged callers: a root caller's dispatches get host ids "
@@ -172,6 +179,9 @@ std::optional<int> RunWithSubordinateIdentity(const std::string& identity,
   if (request.run_as) return Fail("--identity subuid and --run-as do not go together");
   auto ids = dispatch::ResolveCallerSubordinateIds();
   if (!ids) return Fail(ids.error().Render());
+  auto root_dirs = dispatch::CheckSubordinateHostDirs(request, ids->uid);
+  if (!root_dirs) return Fail(root_dirs.error().Render());
+  ids->host_root_dirs = std::move(*root_dirs);
   std::fflush(stdout);
   auto code = dispatch::RunInSubordinateNamespace(*ids, SelfExe(), args, request.die_with_parent);
   if (!code) return Fail(code.error().Render());

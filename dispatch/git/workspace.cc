@@ -148,7 +148,7 @@ base::Result<std::string> DefaultWorkspaceRoot(bool root_caller) {
   // Under `run --identity subuid`: a place of the caller's own that the subordinate ids can
   // reach (a home is often 0700), never host root's name.
   if (auto ns = InSubordinateNamespace(); root_caller && ns) {
-    return fmt::format("/var/tmp/ateam-sandbox-{}/dispatches", ns->caller_uid);
+    return SubordinateWorkspaceRoot(ns->caller_uid);
   }
   if (root_caller) return fmt::format("/var/tmp{}", kBelow);
   for (const char* name : {"XDG_CACHE_HOME", "HOME"}) {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -107,21 +108,26 @@ void Forward(int sig, siginfo_t* info, void* /*context*/) {
   }
 }
 
-// `self_exe run ARGS...` and this environment with `marker` instead of any value of
-// kSubordinateEnv, as execve takes them (made before the fork: the child only execs).
+// `self_exe run ARGS...` and this environment with `markers` (NAME=VALUE) instead of any
+// value of kSubordinateEnv and kSubordinateRootDirsEnv, as execve takes them (made before
+// the fork: the child only execs).
 struct InnerExec {
-  InnerExec(const std::string& self_exe, std::span<const std::string> args, std::string marker)
-      : marker_(std::move(marker)) {
+  InnerExec(const std::string& self_exe, std::span<const std::string> args,
+            std::vector<std::string> markers)
+      : markers_(std::move(markers)) {
     words_ = {self_exe, "run"};
     words_.insert(words_.end(), args.begin(), args.end());
     argv.reserve(words_.size() + 1);
     for (std::string& word : words_) argv.push_back(word.data());
     argv.push_back(nullptr);
-    const std::string name = std::string(kSubordinateEnv) + "=";
     for (char** e = environ; *e != nullptr; ++e) {
-      if (!std::string_view(*e).starts_with(name)) env.push_back(*e);
+      const std::string_view entry(*e);
+      const bool ours = std::any_of(markers_.begin(), markers_.end(), [&](const std::string& m) {
+        return entry.starts_with(m.substr(0, m.find('=') + 1));
+      });
+      if (!ours) env.push_back(*e);
     }
-    env.push_back(marker_.data());
+    for (std::string& marker : markers_) env.push_back(marker.data());
     env.push_back(nullptr);
   }
   std::vector<char*> argv;
@@ -129,7 +135,7 @@ struct InnerExec {
 
  private:
   std::vector<std::string> words_;
-  std::string marker_;
+  std::vector<std::string> markers_;
 };
 
 // The inner run decides what every stop signal does; this process only passes on those
@@ -195,7 +201,9 @@ base::Result<int> RunInSubordinateNamespace(const CallerSubordinateIds& ids,
   if (::pipe2(go_pipe, O_CLOEXEC) != 0) return base::ErrnoError("pipe");
   base::UniqueFd go_read(go_pipe[0]);
   base::UniqueFd go_write(go_pipe[1]);
-  InnerExec inner(self_exe, args, fmt::format("{}={}:{}", kSubordinateEnv, ids.uid, ids.count));
+  InnerExec inner(self_exe, args,
+                  {fmt::format("{}={}:{}", kSubordinateEnv, ids.uid, ids.count),
+                   fmt::format("{}={}", kSubordinateRootDirsEnv, ids.host_root_dirs)});
   auto forked = base::ForkWithPidfd("the --identity subuid namespace");
   if (!forked) return forked.error();
   const pid_t child = forked->pid;

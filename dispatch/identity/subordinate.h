@@ -33,6 +33,8 @@ struct CallerSubordinateIds {
   uint32_t count = 0;
   std::string newuidmap;  // the helpers' paths
   std::string newgidmap;
+  // The host root directories checked for the inner run (dispatch/identity/subordinate_dirs.h).
+  std::string host_root_dirs;
 };
 
 // The sandbox's ids inside (the overflow ids, 65534) must be among 1..COUNT.

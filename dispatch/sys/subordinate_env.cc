@@ -5,7 +5,10 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string_view>
+
+#include <fmt/format.h>
 
 namespace sbx::dispatch {
 
@@ -35,6 +38,31 @@ std::optional<SubordinateNamespace> InSubordinateNamespace() {
   }
   if (!root_is_caller || !range_mapped) return std::nullopt;
   return ns;
+}
+
+std::string SubordinateWorkspaceRoot(uid_t caller_uid) {
+  return fmt::format("/var/tmp/ateam-sandbox-{}/dispatches", caller_uid);
+}
+
+std::vector<base::DirIdentity> VouchedHostRootDirs() {
+  const char* value = std::getenv(kSubordinateRootDirsEnv);  // NOLINT(concurrency-mt-unsafe)
+  std::vector<base::DirIdentity> dirs;
+  std::stringstream list(value != nullptr ? value : "");
+  for (std::string word; std::getline(list, word, ',');) {
+    const size_t dot = word.find('.');
+    uint64_t dev = 0;
+    uint64_t ino = 0;
+    const char* end = word.data() + word.size();
+    if (dot == std::string::npos) return {};
+    auto [dev_end, dev_ec] = std::from_chars(word.data(), word.data() + dot, dev);
+    auto [ino_end, ino_ec] = std::from_chars(word.data() + dot + 1, end, ino);
+    if (dev_ec != std::errc() || dev_end != word.data() + dot || ino_ec != std::errc() ||
+        ino_end != end) {
+      return {};
+    }
+    dirs.push_back({static_cast<dev_t>(dev), static_cast<ino_t>(ino)});
+  }
+  return dirs;
 }
 
 }  // namespace sbx::dispatch

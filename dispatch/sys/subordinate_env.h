@@ -10,10 +10,21 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
+
+#include "base/overflow_owner.h"
 
 namespace sbx::dispatch {
 
 inline constexpr const char* kSubordinateEnv = "ATEAM_SANDBOX_SUBORDINATE";
+// The host root directories the outer `run` checked with its real ids, as DEV.INO words
+// joined by ',' (dispatch/identity/subordinate_dirs.h says why).
+inline constexpr const char* kSubordinateRootDirsEnv = "ATEAM_SANDBOX_SUBORDINATE_ROOT_DIRS";
+
+// The default place of the dispatches under `run --identity subuid`: the caller's own below
+// /var/tmp, which the subordinate ids can reach (a home is often 0700).
+std::string SubordinateWorkspaceRoot(uid_t caller_uid);
 
 struct SubordinateNamespace {
   uid_t caller_uid = 0;  // the caller's uid on the host (uid 0 here)
@@ -23,5 +34,9 @@ struct SubordinateNamespace {
 // Set when kSubordinateEnv is well-formed, this process is uid 0, and /proc/self/uid_map
 // maps uid 0 to the caller alone and 1..COUNT to one block; nullopt otherwise.
 std::optional<SubordinateNamespace> InSubordinateNamespace();
+
+// The directories kSubordinateRootDirsEnv lists; malformed or absent: none (so every
+// overflow-owned directory is refused).
+std::vector<base::DirIdentity> VouchedHostRootDirs();
 
 }  // namespace sbx::dispatch

@@ -3,7 +3,9 @@
 // subuid` and a range in /etc/subuid and /etc/subgid, each dispatch runs as a subordinate
 // host uid of its own: two at once are two such uids, neither the caller's; a process of
 // one's uid cannot signal the other's agent; and the caller gets its workspace and out dir
-// back as its own files.
+// back as its own files. Before the re-exec, a directory of another uid on the way to a
+// place run writes in, or a --repo source the subordinate uid cannot read, is refused with
+// one line and nothing made.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,11 +93,61 @@ TEST_F(RunSubordinateIdentityTest, ByDefaultTheSandboxIsTheCallersOwnUid) {
   EXPECT_EQ(OwnerOf(ws.Sub("made")), getuid());
 }
 
+bool HasSubordinateRanges() {
+  return !SubordinateRange("/etc/subuid").empty() && !SubordinateRange("/etc/subgid").empty();
+}
+
+// `chown OWNER dir` as root of a user namespace that maps the caller to 0 and its
+// subordinate ids from 1 (unshare --map-auto): "1:1" gives `dir` to the first subordinate
+// uid, another host uid than the caller's, as any other user could have made it.
+int ChownFromSubordinateNamespace(const std::string& owner, const std::string& dir) {
+  return RunCommand({"unshare", "--map-root-user", "--map-auto", "chown", owner, dir}).exit_code;
+}
+
+TEST_F(RunSubordinateIdentityTest, AnotherUsersDefaultRootParentIsRefusedBeforeAnything) {
+  if (!HasSubordinateRanges())
+    GTEST_SKIP() << "/etc/subuid or /etc/subgid grants this user no range";
+  if (std::string missing = MissingPrerequisite({"unshare"}); !missing.empty()) {
+    GTEST_SKIP() << missing;
+  }
+  ASSERT_EQ(MakeOneCommitRepository(shared_.Sub("repo")), 0);
+  const std::string parent = "/var/tmp/ateam-sandbox-" + std::to_string(getuid());
+  const bool made = mkdir(parent.c_str(), 0711) == 0;
+  const std::vector<std::string> before = DirectoryEntries(parent);
+  ASSERT_EQ(ChownFromSubordinateNamespace("1:1", parent), 0) << "can't give " << parent << " away";
+  TempDir out;
+  RunResult r = RunAteam({"--identity", "subuid", "--repo", shared_.Sub("repo"), "--out",
+                          out.path(), "--no-default-allow"},
+                         {"true"});
+  EXPECT_EQ(ChownFromSubordinateNamespace("0:0", parent), 0) << parent << " not given back";
+  const std::vector<std::string> after = DirectoryEntries(parent);  // readable again
+  if (made) rmdir(parent.c_str());
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_EQ(CountLines(r.err, parent), 1) << Describe(r);
+  EXPECT_EQ(after, before) << "something was made in " << parent;
+  EXPECT_TRUE(DirectoryEntries(out.path()).empty());
+}
+
+TEST_F(RunSubordinateIdentityTest, ASourceTheSubordinateUidCannotReadIsNamed) {
+  if (!HasSubordinateRanges())
+    GTEST_SKIP() << "/etc/subuid or /etc/subgid grants this user no range";
+  TempDir home;  // 0700, as many homes are
+  ASSERT_EQ(chmod(home.path().c_str(), 0700), 0);
+  ASSERT_EQ(MakeOneCommitRepository(home.Sub("repo")), 0);
+  TempDir out;
+  RunResult r = RunAteam({"--identity", "subuid", "--repo", home.Sub("repo"), "--out", out.path(),
+                          "--no-default-allow"},
+                         {"true"});
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_EQ(CountLines(r.err, "the clone runs as a subordinate uid"), 1) << Describe(r);
+  EXPECT_EQ(CountLines(r.err, home.path()), 1) << Describe(r);
+  EXPECT_TRUE(DirectoryEntries(out.path()).empty());
+}
+
 TEST_F(RunSubordinateIdentityTest, TwoDispatchesAreTwoSubordinateUidsAndHandBack) {
   const std::string uids = SubordinateRange("/etc/subuid");
-  if (uids.empty() || SubordinateRange("/etc/subgid").empty()) {
+  if (!HasSubordinateRanges())
     GTEST_SKIP() << "/etc/subuid or /etc/subgid grants this user no range";
-  }
   const uid_t first = static_cast<uid_t>(std::stoul(uids));
   const uid_t count = static_cast<uid_t>(std::stoul(uids.substr(uids.find(',') + 1)));
   TempDir ws_a, ws_b, out_a, out_b;
