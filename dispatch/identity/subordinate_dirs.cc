@@ -43,7 +43,7 @@ class HostDirWalk {
     return {};
   }
 
-  std::string RootDirsText() const {
+  [[nodiscard]] std::string RootDirsText() const {
     std::string text;
     for (const base::DirIdentity& dir : root_dirs_) {
       text += fmt::format("{}{}.{}", text.empty() ? "" : ",", dir.dev, dir.ino);
