@@ -81,6 +81,11 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
       ->check(CLI::PositiveNumber);
   app.add_option("--cpus", r.cpus, "at most N CPUs of time (default: no limit)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--disk", r.disk,
+                 "SIZE the agent may add to the host's disk, workspace and out dir together "
+                 "(default 16g)");
+  app.add_option("--inodes", r.inodes,
+                 "N files, directories and links it may add there (default 500000)");
   app.add_option("--limits", limits_mode,
                  "strict (default): refuse a limit this host cannot enforce; best-effort: run "
                  "without it, as the status document says")

@@ -305,6 +305,7 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
             HostResources* held, GitGuard* guard, const std::string& workspace, int stop_fd,
             std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
   RecordExit(sandbox->Reap(), outcome, result);
+  RecordDiskEnd(held->disk.get(), stop_fd, result);
   if (auto err = held->report->exec_errno()) RecordStartFailure(r, *err, workspace, result);
   NoteLandlockNetwork(held->report->supervisor_reached(), result);
   if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
@@ -393,7 +394,11 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   int stop = 0;
   if (auto st = RecordBaseCommit(r, *guard, dirs->workspace, signal_fd->get(), &stop, result); !st)
     return st;
-  if (stop == 0) stop = TakeStopSignal(signal_fd->get());
+  if (stop == 0) {
+    auto st = WatchDispatchDisk(*dirs, r.run_as, r.limits, signal_fd->get(), &held.disk);
+    if (!st) return st;
+    stop = TakeStopSignal(signal_fd->get());
+  }
   if (stop != 0) return StoppedBeforeStart(stop, result);
   WarnUnwritablePlaces(request, *dirs, r.run_as);  // --rw, --workspace: said, never chowned
   AnnounceDispatch(result->id, dirs->workspace, dirs->out);
@@ -414,7 +419,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // Serve.
   std::function<void()> hang_up;
   if (tty) hang_up = [&tty] { tty->HangUp(); };
-  LoopOutcome outcome = ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up);
+  LoopOutcome outcome =
+      ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up, held.disk.get());
   if (tty) tty->Finish();
   Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, signal_fd->get(),
          &*patch_file, result);

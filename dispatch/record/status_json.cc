@@ -18,6 +18,8 @@ std::string_view ReasonName(DispatchReason reason) {
       return "oom";
     case DispatchReason::kTimeout:
       return "timeout";
+    case DispatchReason::kDisk:
+      return "disk";
     case DispatchReason::kInterrupted:
       return "interrupted";
     case DispatchReason::kRuntimeError:

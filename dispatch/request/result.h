@@ -14,6 +14,7 @@ namespace sbx::dispatch {
 // Exit codes of `run` besides the agent's own.
 inline constexpr int kRuntimeFailureExit = 125;
 inline constexpr int kTimeoutExit = 124;
+inline constexpr int kDiskExit = 123;  // --disk or --inodes crossed (reason `disk`)
 
 // How a dispatch ended (the status document's `reason`).
 enum class DispatchReason {
@@ -21,6 +22,7 @@ enum class DispatchReason {
   kSignaled,         // a signal ended the agent's sandbox
   kOom,              // the memory limit: the kernel's OOM killer ended it
   kTimeout,          // --timeout expired: the sandbox was killed whole
+  kDisk,             // --disk or --inodes crossed: stopped (the grace, then SIGKILL)
   kInterrupted,      // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
   kRuntimeError,     // the runtime failed (setup, bad input): `error` says why
   kDryRun,           // --dry-run: nothing ran
