@@ -135,13 +135,11 @@ class MadeDirCleanup {
   bool keep_ = false;
 };
 
-// A --patch that could not be written fails the run: reason `harvest-failed`, exit 125,
-// unless the dispatch already ended otherwise (a timeout, an interrupt, the OOM killer),
-// whose reason and nonzero code stay; `patch_error` says why either way.
-// A harvest the deadline (SIGALRM) or a stop signal ended makes the dispatch `timeout` or
-// `interrupted`, as the same during the agent would have.
-void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult* result) {
-  result->patch_error = why;
+// A step after the agent that failed fails the run: reason `failed`, exit 125, unless the
+// dispatch already ended otherwise (a timeout, an interrupt, the OOM killer, the disk),
+// whose reason and nonzero code stay. A step the deadline (SIGALRM) or a stop signal ended
+// makes the dispatch `timeout` or `interrupted`, as the same during the agent would have.
+void RecordStepFailure(DispatchReason failed, int stopped_by, DispatchResult* result) {
   if (result->reason != DispatchReason::kExited && result->exit_code != 0) return;
   if (stopped_by == SIGALRM) {
     result->reason = DispatchReason::kTimeout;
@@ -151,9 +149,26 @@ void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult
     result->stop_signal = stopped_by;
     result->exit_code = base::kSignalExitBase + stopped_by;
   } else {
-    result->reason = DispatchReason::kHarvestFailed;
+    result->reason = failed;
     result->exit_code = kRuntimeFailureExit;
   }
+}
+
+// A --patch that could not be written: `harvest-failed`; `patch_error` says why either way.
+void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult* result) {
+  result->patch_error = why;
+  RecordStepFailure(DispatchReason::kHarvestFailed, stopped_by, result);
+}
+
+// Fail closed: git metadata the guard's check did not look at may run commands in git on
+// the host, so the workspace is tainted and no --patch (`wants_patch`) is harvested from it:
+// `git-guard-incomplete`, or `timeout`/`interrupted` when that is what cut the check short.
+void RecordUncheckedWorkspace(const std::string& why, int stop_fd, bool wants_patch,
+                              DispatchResult* result) {
+  result->workspace_tainted = true;
+  result->workspace_taint.push_back(why + "; don't run git in it before looking");
+  if (wants_patch) result->patch_error = "not written: " + why;
+  RecordStepFailure(DispatchReason::kGitGuardIncomplete, TakeStopSignal(stop_fd), result);
 }
 
 // Acquire's first step for a root caller without --run-as: the leased ids replace the
@@ -311,7 +326,10 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
   if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();
-  if (*patch_file) {
+  if (!guard->unchecked().empty()) {
+    RecordUncheckedWorkspace(guard->unchecked(), stop_fd, patch_file->has_value(), result);
+  }
+  if (*patch_file && guard->unchecked().empty()) {
     HarvestBounds bounds{.stop_fd = stop_fd};
     if (held->cgroup) bounds.cgroup_procs_fds = held->cgroup->ProcsFds();
     auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as, &bounds);
@@ -322,10 +340,12 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
 
 // The workspace's git guard, each --rw directory's git metadata guarded like a given
 // workspace's, and the output files checked to lie outside the dispatch's directories.
-base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const DispatchDirs& dirs) {
-  auto guard =
-      GitGuard::Prepare(dirs.workspace, !request.workspace,
-                        request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules);
+// Its walks end on a stop signal or the deadline on `stop_fd`, which is left there.
+base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const DispatchDirs& dirs,
+                                         int stop_fd) {
+  auto guard = GitGuard::Prepare(dirs.workspace, !request.workspace,
+                                 request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules,
+                                 stop_fd);
   if (!guard) return guard.error();
   for (const std::string& path : request.rw_paths) {
     struct stat st {};
@@ -382,7 +402,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // the caller when `lent` goes, after the sandbox and the harvest (identity/hand_back.h).
   auto lent = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
   if (!lent) return lent.error();
-  auto guard = GuardDispatchDirs(request, *dirs);
+  auto guard = GuardDispatchDirs(request, *dirs, signal_fd->get());
   if (!guard) return guard.error();
   HostResources held;
   if (auto st = held.Acquire(r, result->id, dirs->workspace); !st) return st;
