@@ -194,5 +194,40 @@ TEST_F(RunCallerGoneTest, AGroupKillLeavesNoStateDirOrCgroup) {
   EXPECT_NE(access((root() + "/" + id).c_str(), F_OK), 0) << gc.out;
 }
 
+// `kill -9` of run's group and of its janitor at once: nothing removes the cgroups then, so
+// `gc` does: never while the run is going (its state directory is locked and names it),
+// and once it is gone.
+TEST_F(RunCallerGoneTest, GcRemovesTheCgroupsOfARunKilledWithItsJanitor) {
+  if (geteuid() != 0) GTEST_SKIP() << "a dispatch's cgroup on this host is v1, a root caller's";
+  const std::string id_file = scratch_.Sub("id");
+  pid_t pid = StartAndLeave(
+      {"--repo", repo_, "--workspace-root", root(), "--no-default-allow", "--id-file", id_file},
+      "touch $ATEAM_OUT/ready; while :; do sleep 0.05; done");
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForFile(id_file)) << ReadFile(scratch_.Sub("run.err")).value_or("");
+  std::string id = ReadFile(id_file).value_or("");
+  ASSERT_EQ(id.size(), 13U) << id;
+  id.pop_back();
+  ASSERT_TRUE(WaitForFile(root() + "/" + id + "/out/ready"));
+  const std::string cgroups = CgroupDirsOf(id);
+  if (cgroups.empty()) GTEST_SKIP() << "no cgroup for a dispatch here (ateam-sandbox doctor)";
+  RunResult kept = RunCommand({AteamPath(), "gc", "--workspace-root", root()});
+  EXPECT_EQ(kept.exit_code, 0) << Describe(kept);
+  EXPECT_EQ(CgroupDirsOf(id), cgroups) << kept.out;
+  // The janitor first (a group of its own, naming the root too), then run's group: the
+  // janitor never sees run go.
+  const pid_t group = getpgid(pid);
+  for (int p : ProcessesMatching(root())) {
+    if (getpgid(p) != group) kill(p, SIGKILL);
+  }
+  ASSERT_EQ(kill(-group, SIGKILL), 0);
+  ReapOrphan(pid);
+  EXPECT_EQ(CgroupDirsOf(id), cgroups) << "the janitor was not killed in time";
+  RunResult gc = RunCommand({AteamPath(), "gc", "--workspace-root", root()});
+  EXPECT_EQ(gc.exit_code, 0) << Describe(gc);
+  EXPECT_NE(gc.out.find("removed orphaned cgroup"), std::string::npos) << gc.out;
+  EXPECT_EQ(CgroupDirsOf(id), "") << gc.out;
+}
+
 }  // namespace
 }  // namespace sbx::integration::run
