@@ -155,6 +155,13 @@ int RunGcCommand(std::span<const std::string> args) {
     fmt::print("{} orphaned cgroup {}\n", dry_run ? "would remove" : "removed",
                dispatch::EscapeForTerminal(path));
   }
+  if (orphans.kept_unsure > 0) {
+    fmt::print(
+        "kept {} dispatch cgroup{} no running dispatch names: a running dispatch's state "
+        "directory names none yet (a run starting, or of an older version); gc again "
+        "later\n",
+        orphans.kept_unsure, orphans.kept_unsure == 1 ? "" : "s");
+  }
   for (const auto& line : orphans.failed) {
     fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
     failed = true;

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "base/child_process.h"
 #include "base/syscalls.h"
 #include "dispatch/sys/run_as_child.h"
 
@@ -161,9 +162,9 @@ base::Result<std::unique_ptr<DiskWatch>> DiskWatch::Start(
   auto control = base::MakePipe();
   if (!control) return control.error();
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) return base::ErrnoError("Can't fork the disk watcher");
-  if (pid == 0) {
+  auto child = base::ForkWithPidfd("the disk watcher");
+  if (!child) return child.error();
+  if (child->pid == 0) {
     // Stop signals stay blocked, as in `run`: a Ctrl-C to the terminal's process group
     // is `run`'s to act on, never the walker's end.
     reports->read_end.reset();
@@ -175,20 +176,14 @@ base::Result<std::unique_ptr<DiskWatch>> DiskWatch::Start(
     if (::getppid() != parent) ::_exit(kChildCantSwitchIds);
     ::_exit(Walk(roots, reports->write_end.get(), control->read_end.get(), bounds));
   }
-  base::UniqueFd pidfd(base::PidfdOpen(pid));
-  if (!pidfd) {
-    const int err = errno;
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    return base::Error(err, "pidfd_open", "the disk watcher");
-  }
   reports->write_end.reset();
   control->read_end.reset();
   if (::fcntl(reports->read_end.get(), F_SETFL, O_NONBLOCK) != 0) {
     return base::ErrnoError("fcntl O_NONBLOCK", "the disk watcher's reports");
   }
-  return std::unique_ptr<DiskWatch>(new DiskWatch(
-      std::move(reports->read_end), std::move(control->write_end), std::move(pidfd), pid, bounds));
+  return std::unique_ptr<DiskWatch>(new DiskWatch(std::move(reports->read_end),
+                                                  std::move(control->write_end),
+                                                  std::move(child->pidfd), child->pid, bounds));
 }
 
 DiskWatch::DiskWatch(base::UniqueFd reports, base::UniqueFd control, base::UniqueFd pidfd,

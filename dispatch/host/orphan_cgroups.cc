@@ -130,7 +130,12 @@ OrphanCgroupReport RemoveOrphanCgroups(bool dry_run) {
   // After the cgroups were listed: a run that started since has its state directory
   // locked and named by now, or its cgroup was not listed.
   const LiveDispatches live = FindLiveDispatches();
-  if (live.unsure) return report;
+  if (live.unsure) {
+    for (const auto& [path, id] : found) {
+      if (!live.ids.contains(id)) ++report.kept_unsure;
+    }
+    return report;
+  }
   for (const auto& [path, id] : found) {
     if (live.ids.contains(id)) continue;
     if (!dry_run) {

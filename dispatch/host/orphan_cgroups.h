@@ -28,6 +28,9 @@ base::Status MarkStateDirDispatch(const std::string& state_dir, const std::strin
 struct OrphanCgroupReport {
   std::vector<std::string> removed;  // directories (or, with dry_run, those that would go)
   std::vector<std::string> failed;   // one line each
+  // Dispatch cgroups left alone because a held state directory names no dispatch (a run
+  // between its two steps, or one of a version that did not write its id).
+  size_t kept_unsure = 0;
 };
 
 // Removes the caller's orphaned dispatch cgroups (only cgroups the caller owns: for a

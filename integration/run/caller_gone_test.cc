@@ -225,6 +225,11 @@ TEST_F(RunCallerGoneTest, GcRemovesTheCgroupsOfARunKilledWithItsJanitor) {
   EXPECT_EQ(CgroupDirsOf(id), cgroups) << "the janitor was not killed in time";
   RunResult gc = RunCommand({AteamPath(), "gc", "--workspace-root", root()});
   EXPECT_EQ(gc.exit_code, 0) << Describe(gc);
+  // Another root caller's run, of a build that does not name its dispatch, keeps every
+  // cgroup (a machine shared with other builds; never CI's single one).
+  if (gc.out.find("names none yet") != std::string::npos) {
+    GTEST_SKIP() << "another run on this machine does not name its dispatch: " << gc.out;
+  }
   EXPECT_NE(gc.out.find("removed orphaned cgroup"), std::string::npos) << gc.out;
   EXPECT_EQ(CgroupDirsOf(id), "") << gc.out;
 }
