@@ -61,6 +61,7 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess
     }
   });
   (void)loop.Run();
+  if (disk != nullptr) disk->Detach();  // its callback points at `outcome`
   return outcome;
 }
 

@@ -299,13 +299,17 @@ base::Status DiskWatch::Attach(relay::EventLoop& loop, std::function<void()> on_
   });
 }
 
-void DiskWatch::FinalPass(int stop_fd) {
-  if (!crossed_.empty() || !control_) return;
+void DiskWatch::Detach() {
   on_crossed_ = nullptr;
   if (loop_ != nullptr) {
     loop_->UnwatchCallback(reports_.get());
     loop_ = nullptr;
   }
+}
+
+void DiskWatch::FinalPass(int stop_fd) {
+  Detach();
+  if (!crossed_.empty() || !control_) return;
   const char byte = 'f';
   if (::write(control_.get(), &byte, 1) != 1) return;
   (void)WaitFor([this] { return final_seen_; }, stop_fd);

@@ -54,6 +54,9 @@ class DiskWatch {
   // From now on the walker's reports are read in `loop`; `on_crossed` runs once, when a
   // bound is crossed or the trees can no longer be measured (crossed() then says which).
   base::Status Attach(relay::EventLoop& loop, std::function<void()> on_crossed);
+  // The reports are no longer read in the loop, and `on_crossed` is dropped (it points at
+  // what the loop's caller owns).
+  void Detach();
   // After the sandbox ended, unless a bound was crossed already: one more pass, begun now,
   // so an agent that crossed a bound and exited between two passes is seen. A readable
   // `stop_fd` (a stop signal, the deadline) cuts it short, unmeasured.
