@@ -1,6 +1,7 @@
 #include "dispatch/host/disk_watch.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -89,6 +90,20 @@ bool Sleep(int control_fd, const std::vector<int>& roots, Clock::duration interv
   return false;
 }
 
+// The walker keeps only its own descriptors (and stdio): a copy of one of `run`'s (a relay's
+// listening socket, a lock, the janitor's pipe) would keep it open after `run` closed it.
+void CloseAllBut(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned next = 3;
+  for (int fd : keep) {
+    const auto number = static_cast<unsigned>(fd);
+    if (number < next) continue;
+    if (number > next) (void)::close_range(next, number - 1, 0);
+    next = number + 1;
+  }
+  (void)::close_range(next, ~0U, 0);
+}
+
 // The walker: the baseline, then a pass per interval until asked for the final one.
 int Walk(const std::vector<int>& roots, int report_fd, int control_fd, DiskUsage bounds) {
   // One descriptor per level of a tree: as many as this process may have.
@@ -174,6 +189,10 @@ base::Result<std::unique_ptr<DiskWatch>> DiskWatch::Start(
     // A change of credentials clears the parent-death signal: set it again, as the new ids.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(kChildCantSwitchIds);
+    std::vector<int> keep = roots;
+    keep.push_back(reports->write_end.get());
+    keep.push_back(control->read_end.get());
+    CloseAllBut(keep);
     ::_exit(Walk(roots, reports->write_end.get(), control->read_end.get(), bounds));
   }
   reports->write_end.reset();
