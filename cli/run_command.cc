@@ -105,6 +105,11 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--memory", r.memory, "memory for the whole sandbox (default 8G)");
   app.add_option("--pids", t.pids, "at most N processes and threads (default 4096)");
   app.add_option("--cpus", t.cpus, "at most N CPUs of time, e.g. 2 or 0.5 (default: no limit)");
+  app.add_option("--disk", r.disk,
+                 "SIZE the agent may add to the host's disk, workspace and out dir together "
+                 "(default 16G)");
+  app.add_option("--inodes", r.inodes,
+                 "N files, directories and links it may add there (default 500000)");
   app.add_option("--limits", t.limits_mode,
                  "strict (default): refuse a limit this host cannot enforce; best-effort: run "
                  "without it, as the status document says")
