@@ -59,14 +59,17 @@ int RunHarvestCommand(std::span<const std::string> args) {
     if (::stat(workspace.c_str(), &st) != 0) return Fail("can't stat " + workspace);
     if (st.st_uid != 0) run_as = runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid};
   }
+  // The same sandboxes as a dispatch's harvest, compiled by the same function.
+  auto plan = dispatch::CompileHarvestPlan({.workspace = workspace, .run_as = run_as}, *host);
+  if (!plan) return Fail(plan.error().Render());
   if (!base) {
-    auto head = dispatch::ReadBaseCommit(workspace, run_as);
+    auto head = dispatch::ReadBaseCommit(*plan);
     if (!head) return Fail(head.error().Render());
     base = *head;
   }
   auto file = dispatch::PreparePatchFile("-o", output, workspace, workspace);
   if (!file) return Fail(file.error().Render());
-  if (auto st = dispatch::WritePatchFile(**file, workspace, *base, run_as); !st) {
+  if (auto st = dispatch::WritePatchFile(**file, *plan, *base); !st) {
     return Fail(st.error().Render());
   }
   return 0;
