@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/json.h"
+#include "cli/cache_listing.h"
 #include "cli/parse_options.h"
 #include "dispatch/host/stale_state.h"
 #include "dispatch/record/list.h"
@@ -69,8 +70,10 @@ void AddRootOption(CLI::App& app, std::optional<std::string>& root) {
 int RunLsCommand(std::span<const std::string> args) {
   CLI::App app{"List this caller's dispatch directories", "ateam-sandbox ls"};
   std::optional<std::string> workspace_root;
+  std::optional<std::string> cache_root;
   bool json = false;
   AddRootOption(app, workspace_root);
+  AddCacheRootOption(app, cache_root);
   app.add_flag("--json", json, "one JSON array, one object per dispatch");
   if (auto done = Parse(app, "ls", args)) return *done;
   auto root = dispatch::OpenCallerDispatchRoot(workspace_root);
@@ -85,7 +88,7 @@ int RunLsCommand(std::span<const std::string> args) {
     fmt::print("{}]\n", entries->empty() ? "" : "\n");
     return 0;
   }
-  if (entries->empty()) return 0;
+  if (entries->empty()) return PrintCaches(cache_root);
   fmt::print("{:<12}  {:>4}  {:>5}  {:>4}  {}\n", "ID", "AGE", "SIZE", "EXIT", "REASON");
   uint64_t total = 0;
   for (const auto& e : *entries) {
@@ -96,17 +99,20 @@ int RunLsCommand(std::span<const std::string> args) {
   }
   fmt::print("{} dispatch{}, {} in {}\n", entries->size(), entries->size() == 1 ? "" : "es",
              dispatch::FormatSize(total), root->path);
-  return 0;
+  return PrintCaches(cache_root);
 }
 
 int RunGcCommand(std::span<const std::string> args) {
   CLI::App app{"Remove this caller's finished dispatch directories", "ateam-sandbox gc"};
   std::optional<std::string> workspace_root;
+  std::optional<std::string> cache_root;
   std::string older_than;
   bool dry_run = false;
   AddRootOption(app, workspace_root);
+  AddCacheRootOption(app, cache_root);
   app.add_option("--older-than", older_than,
-                 "only those unchanged for DURATION (30m, 12h, 7d; default: every finished one)");
+                 "only dispatches unchanged, and object caches unused, for DURATION (30m, 12h, 7d; "
+                 "default: every finished one, every unused cache)");
   app.add_flag("--dry-run", dry_run, "say what would be removed, remove nothing");
   if (auto done = Parse(app, "gc", args)) return *done;
   int64_t min_age = 0;
@@ -158,6 +164,8 @@ int RunGcCommand(std::span<const std::string> args) {
     fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
     failed = true;
   }
+  // And the object caches no dispatch used for as long.
+  if (CollectCaches(cache_root, min_age, dry_run) != 0) failed = true;
   return failed ? kFailureExit : 0;
 }
 

@@ -9,6 +9,7 @@ add_executable(ateam-sandbox
   ${PROJECT_SOURCE_DIR}/cli/name_service.cc
   ${PROJECT_SOURCE_DIR}/cli/harvest_command.cc
   ${PROJECT_SOURCE_DIR}/cli/dispatches_command.cc
+  ${PROJECT_SOURCE_DIR}/cli/cache_listing.cc
 )
 # cli/version.h is generated from cli/version.h.in: the version of project().
 configure_file(${PROJECT_SOURCE_DIR}/cli/version.h.in ${PROJECT_BINARY_DIR}/generated/cli/version.h

@@ -13,6 +13,7 @@
 #include "base/unique_fd.h"
 #include "cli/parse_options.h"
 #include "dispatch/git/harvest.h"
+#include "dispatch/record/caches.h"
 #include "runtime/host_facts.h"
 
 namespace sbx::cli {
@@ -43,6 +44,9 @@ int RunHarvestCommand(std::span<const std::string> args) {
         return hex ? std::string() : std::string("--base takes a commit id in hex");
       });
   app.add_option("-o,--output", output, "the patch file to write")->required();
+  std::optional<std::string> cache_root;
+  app.add_option("--cache-root", cache_root,
+                 "the object cache root `run --object-cache` was given (default: its default)");
   if (auto done = ParseOptions(app, args, Fail)) return *done;
   char resolved[PATH_MAX];
   if (::realpath(workspace.c_str(), resolved) == nullptr)
@@ -60,7 +64,12 @@ int RunHarvestCommand(std::span<const std::string> args) {
     if (st.st_uid != 0) run_as = runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid};
   }
   // The same sandboxes as a dispatch's harvest, compiled by the same function.
-  auto plan = dispatch::CompileHarvestPlan({.workspace = workspace, .run_as = run_as}, *host);
+  // A workspace of `run --object-cache` reads its history from the caller's cache.
+  auto plan = dispatch::CompileHarvestPlan(
+      {.workspace = workspace,
+       .run_as = run_as,
+       .borrowed_stores = dispatch::BorrowedCachesOf(workspace, cache_root)},
+      *host);
   if (!plan) return Fail(plan.error().Render());
   if (!base) {
     auto head = dispatch::ReadBaseCommit(*plan);

@@ -14,10 +14,12 @@
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
+#include "dispatch/identity/subordinate.h"
 #include "dispatch/plan/limits.h"
 #include "dispatch/record/status_file.h"
 #include "dispatch/request/human_units.h"
 #include "dispatch/sys/caller_stderr.h"
+#include "dispatch/sys/subordinate_env.h"
 
 namespace sbx::cli {
 namespace {
@@ -39,6 +41,7 @@ struct RunFlagTexts {
   bool tty = false;
   bool no_tty = false;
   bool quiet = false;
+  std::string identity = "own";
 };
 
 void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
@@ -48,6 +51,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
                "with --repo: carry the source's uncommitted changes into the clone");
   app.add_flag("--include-untracked", r.include_untracked,
                "with --repo: carry its uncommitted changes and untracked files");
+  app.add_flag("--object-cache,!--no-object-cache", r.object_cache,
+               "with a local --repo: the clone borrows its objects read-only from a cache of "
+               "the repository kept for later dispatches, and writes only the checkout");
+  app.add_option("--cache-root", r.cache_root, "where --object-cache keeps its caches");
   app.add_option("--workspace", r.workspace, "use this existing directory as the workspace");
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
   app.add_option("--out", r.out, "the output directory (created if missing)");
@@ -82,6 +89,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--landlock-allow", r.landlock_allow,
                  "leave out one Landlock part: fs, net or scope (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: the user the sandbox runs as");
+  app.add_option("--identity", t.identity,
+                 "unprivileged callers: own (default: the sandbox runs as you) or subuid (a "
+                 "subordinate uid of your /etc/subuid range per dispatch)")
+      ->check(CLI::IsMember({"own", "subuid"}));
   app.add_option("--patch", r.patch, "afterwards, write the agent's work here as one patch");
   app.add_flag("--rm", r.rm,
                "remove the dispatch directory at the end (a given --out or --workspace stays)");
@@ -146,6 +157,27 @@ int Fail(const std::string& message) {
   return dispatch::kRuntimeFailureExit;
 }
 
+// --identity subuid: the same run again as uid 0 of a namespace that maps the caller's
+// subordinate ids (dispatch/identity/subordinate.h), which takes it from there; its exit
+// code, or nullopt when this run goes on itself (no subuid, or it is that run already).
+std::optional<int> RunWithSubordinateIdentity(const std::string& identity,
+                                              const DispatchRequest& request,
+                                              std::span<const std::string> args) {
+  if (identity != "subuid" || dispatch::InSubordinateNamespace()) return std::nullopt;
+  if (::geteuid() == 0) {
+    return Fail(
+        "--identity subuid is for unprivileged callers: a root caller's dispatches get host ids "
+        "of their own already");
+  }
+  if (request.run_as) return Fail("--identity subuid and --run-as do not go together");
+  auto ids = dispatch::ResolveCallerSubordinateIds();
+  if (!ids) return Fail(ids.error().Render());
+  std::fflush(stdout);
+  auto code = dispatch::RunInSubordinateNamespace(*ids, SelfExe(), args, request.die_with_parent);
+  if (!code) return Fail(code.error().Render());
+  return *code;
+}
+
 }  // namespace
 
 int RunRunCommand(std::span<const std::string> args) {
@@ -168,8 +200,10 @@ int RunRunCommand(std::span<const std::string> args) {
   if (request.repo.has_value() == request.workspace.has_value()) {
     return Fail("give exactly one of --repo SRC or --workspace DIR");
   }
-  if (!request.repo && (request.rev || request.include_uncommitted || request.include_untracked)) {
-    return Fail("--rev, --include-uncommitted and --include-untracked go with --repo SRC");
+  if (!request.repo && (request.rev || request.include_uncommitted || request.include_untracked ||
+                        request.object_cache)) {
+    return Fail(
+        "--rev, --include-uncommitted, --include-untracked and --object-cache go with --repo SRC");
   }
   request.agent = texts.agent == "claude"     ? AgentPreset::kClaude
                   : texts.agent == "opencode" ? AgentPreset::kOpencode
@@ -179,6 +213,7 @@ int RunRunCommand(std::span<const std::string> args) {
   request.tty = texts.tty      ? dispatch::TtyMode::kOn
                 : texts.no_tty ? dispatch::TtyMode::kOff
                                : dispatch::TtyMode::kAuto;
+  if (auto done = RunWithSubordinateIdentity(texts.identity, request, args)) return *done;
   // Checked before anything starts: a name that is not a regular file is refused now, not
   // written through after the agent ran.
   std::optional<dispatch::StatusFile> status_file;

@@ -138,6 +138,7 @@ base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const D
       GitGuard::Prepare(dirs.workspace, !request.workspace,
                         request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules);
   if (!guard) return guard.error();
+  if (!dirs.object_cache.empty()) guard->BorrowStore(dirs.object_cache);
   for (const std::string& path : request.rw_paths) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;

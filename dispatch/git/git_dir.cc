@@ -27,6 +27,29 @@ GitEntryId EntryIdOf(const std::string& name, const struct stat& st) {
   return {name, st.st_ino, st.st_size, st.st_mtim};
 }
 
+namespace {
+
+// objects/info/alternates names where the host's git reads objects from: back to what it
+// was (the object cache's path), or gone when there was none.
+void RestoreAlternates(int gitfd, const GuardedGitDir& dir, std::vector<std::string>& report) {
+  constexpr const char* kRel = "objects/info/alternates";
+  auto info = OpenDirBeneath(gitfd, "objects/info");
+  if (!info && !dir.alternates) return;  // no objects/info: nothing names another store
+  auto now = info ? ReadFileAt(info->get(), "alternates") : base::Result<std::string>(info.error());
+  if (now ? dir.alternates == *now : now.error().err() == ENOENT && !dir.alternates) return;
+  report.push_back(fmt::format("{}/{}: {}; {}", dir.rel, kRel, dir.alternates ? "changed" : "added",
+                               dir.alternates ? "restored" : "removed"));
+  base::Status st = !info            ? base::Status(info.error())
+                    : dir.alternates ? WriteFileAt(info->get(), "alternates", *dir.alternates)
+                                     : RemoveTreeAt(info->get(), "alternates");
+  if (!st) {
+    report.push_back(
+        fmt::format("{}/{}: could not be restored: {}", dir.rel, kRel, st.error().Render()));
+  }
+}
+
+}  // namespace
+
 base::Result<GuardedGitDir> RecordGitDir(int gitfd, const std::string& rel) {
   GuardedGitDir dir;
   dir.rel = rel;
@@ -51,6 +74,14 @@ base::Result<GuardedGitDir> RecordGitDir(int gitfd, const std::string& rel) {
   }
   dir.had_config_worktree = StatAt(gitfd, "config.worktree").has_value();
   dir.had_commondir = StatAt(gitfd, "commondir").has_value();
+  if (auto info = OpenDirBeneath(gitfd, "objects/info")) {
+    if (auto alternates = ReadFileAt(info->get(), "alternates")) {
+      dir.alternates = std::move(*alternates);
+    } else if (alternates.error().err() != ENOENT) {
+      return base::Error(alternates.error().err(), "Can't guard (not a regular file)",
+                         rel + "/objects/info/alternates");
+    }
+  }
   return dir;
 }
 
@@ -102,6 +133,7 @@ void RestoreGitDir(int gitfd, const GuardedGitDir& dir, std::vector<std::string>
       }
     }
   }
+  RestoreAlternates(gitfd, dir, report);
   for (auto [name, had] : {std::pair{"config.worktree", dir.had_config_worktree},
                            std::pair{"commondir", dir.had_commondir}}) {
     if (had || !StatAt(gitfd, name)) continue;

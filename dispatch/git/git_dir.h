@@ -41,6 +41,9 @@ struct GuardedGitDir {
   std::vector<GitEntryId> hooks;  // what hooks/ held (nothing, once sanitized)
   bool had_config_worktree = false;
   bool had_commondir = false;
+  // objects/info/alternates: the object stores the host's git reads beside this one (a
+  // clone from the object cache names the cache). nullopt: none.
+  std::optional<std::string> alternates;
 };
 
 // A `.git` file or symlink present before the agent ran (a linked worktree, a submodule

@@ -182,6 +182,13 @@ void GitGuard::AddBinds(runtime::SandboxSpec& spec) const {
       spec.ops.emplace_back(
           runtime::BindOp{.source = path + "/hooks", .dest = path + "/hooks", .read_only = true});
     }
+    if (dir.alternates) {
+      std::string file = path + "/objects/info/alternates";
+      spec.ops.emplace_back(runtime::BindOp{.source = file, .dest = file, .read_only = true});
+    }
+  }
+  for (const auto& cache : borrowed_) {
+    spec.ops.emplace_back(runtime::BindOp{.source = cache, .dest = cache, .read_only = true});
   }
 }
 

@@ -44,7 +44,13 @@ class GitGuard {
   // workspace: its binds come after the workspace's, its findings are named by its path.
   base::Status GuardAlso(const std::string& dir);
 
-  // Read-only binds of every guarded config and hooks directory, after the workspace's.
+  // The object cache the workspace borrows from (--object-cache): bound read-only at the
+  // same path, where the workspace's objects/info/alternates finds it.
+  void BorrowStore(const std::string& cache) { borrowed_.push_back(cache); }
+  [[nodiscard]] const std::vector<std::string>& borrowed() const { return borrowed_; }
+
+  // Read-only binds of every guarded config and hooks directory and objects/info/alternates,
+  // after the workspace's, and of the borrowed stores.
   void AddBinds(runtime::SandboxSpec& spec) const;
 
   // After the sandbox ended: what the agent changed in the git metadata, one line each
@@ -65,6 +71,7 @@ class GitGuard {
   std::vector<GitPointer> pointers_;
   std::optional<std::string> clone_head_;
   std::vector<GitGuard> also_;  // GuardAlso's
+  std::vector<std::string> borrowed_;
 
   base::Status PrepareClone(const std::string& origin_url,
                             const std::vector<ClonedSubmodule>& submodules);

@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "base/safe_path.h"
+#include "dispatch/git/object_cache.h"
+#include "dispatch/git/object_cache_clone.h"
 #include "dispatch/git/workspace.h"
 #include "dispatch/host/dir.h"
 #include "dispatch/host/lock.h"
@@ -181,6 +183,15 @@ base::Result<std::string> WorkspaceRootPath(const DispatchRequest& request, bool
   return DefaultWorkspaceRoot(root_caller);
 }
 
+// --cache-root made absolute, or the caller's default.
+base::Result<std::string> ObjectCacheRootPath(const DispatchRequest& request, bool root_caller) {
+  if (request.cache_root) {
+    return request.cache_root->starts_with('/') ? *request.cache_root
+                                                : RealPath(".") + "/" + *request.cache_root;
+  }
+  return DefaultObjectCacheRoot(root_caller);
+}
+
 base::Result<DispatchDirs> FillDispatchDirs(
     DispatchDirs dirs, const DispatchRequest& request, int dispatch_fd,
     const std::optional<runtime::SandboxSpec::HostIds>& run_as, int stop_fd, int* stopped_by) {
@@ -194,7 +205,18 @@ base::Result<DispatchDirs> FillDispatchDirs(
       return base::ErrnoError("Can't hand over", path);
     }
     if (std::string(name) == "workspace") {
-      if (auto st = CloneRepository(*request.repo, fd->get(), run_as, stop_fd, stopped_by); !st) {
+      if (request.object_cache) {
+        auto cache_root = ObjectCacheRootPath(request, run_as.has_value());
+        if (!cache_root) return cache_root.error();
+        std::vector<std::string> notices;
+        auto borrowed = CloneFromObjectCache(*request.repo, *cache_root, dispatch_fd, fd->get(),
+                                             run_as, &notices);
+        for (const auto& line : notices) NoticeToCaller("notice: " + line);
+        if (!borrowed) return borrowed.error();
+        dirs.object_cache = borrowed->cache;
+        dirs.object_cache_lock = std::move(borrowed->lock);
+      } else if (auto st = CloneRepository(*request.repo, fd->get(), run_as, stop_fd, stopped_by);
+                 !st) {
         return st.error();
       }
       auto finished = FinishClone(*request.repo, fd->get(), CloneWishesOf(request), run_as);

@@ -51,6 +51,10 @@ struct DispatchDirs {
   std::optional<GivenDir> given_out;
   // The submodules cloned into a fresh clone (dispatch/git/clone_submodules.h).
   std::vector<ClonedSubmodule> submodules;
+  // --object-cache: the cache the workspace borrows its objects from, and its lock, shared
+  // for the run's life (dispatch/git/object_cache_clone.h); empty and -1 without one.
+  std::string object_cache;
+  base::UniqueFd object_cache_lock;
 };
 // Makes <root>/<id> fresh in a verified root (--workspace-root or DefaultWorkspaceRoot),
 // clones --repo into <root>/<id>/workspace as the sandbox's ids, or opens --workspace;

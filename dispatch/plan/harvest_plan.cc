@@ -108,6 +108,9 @@ runtime::SandboxSpec HarvestSpec(const HarvestFacts& facts, const security::BpfP
   spec.ops.emplace_back(runtime::TmpfsOp{.dest = "/tmp", .perms = 01777, .size = kHarvestTmpBytes});
   spec.ops.emplace_back(
       runtime::BindOp{.source = facts.workspace, .dest = facts.workspace, .read_only = true});
+  for (const auto& store : facts.borrowed_stores) {
+    spec.ops.emplace_back(runtime::BindOp{.source = store, .dest = store, .read_only = true});
+  }
   spec.chdir = facts.workspace;
   spec.env = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp"};
   spec.cap_changes = {{security::CapChange::Kind::kDrop, std::nullopt}};

@@ -48,6 +48,9 @@ struct HarvestFacts {
   // The patch's cgroup (the dispatch's, when it has one); the base read runs before the
   // agent, outside it.
   std::vector<int> patch_cgroup_procs_fds = {};
+  // Object stores the workspace borrows from (its object cache, --object-cache): bound
+  // read-only at the same path, so git finds what objects/info/alternates names.
+  std::vector<std::string> borrowed_stores = {};
 };
 
 struct HarvestPlan {

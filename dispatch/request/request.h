@@ -15,10 +15,12 @@ enum class DispatchBackend { kNative, kBwrap };
 enum class TtyMode { kOff, kOn, kAuto };
 
 struct DispatchRequest {
-  std::optional<std::string> repo;            // --repo: cloned fresh
-  std::optional<std::string> rev;             // --rev: the clone starts at this revision
-  bool include_uncommitted = false;           // --include-uncommitted: SRC's changes carried
-  bool include_untracked = false;             // --include-untracked: its untracked files too
+  std::optional<std::string> repo;   // --repo: cloned fresh
+  std::optional<std::string> rev;    // --rev: the clone starts at this revision
+  bool include_uncommitted = false;  // --include-uncommitted: SRC's changes carried
+  bool include_untracked = false;    // --include-untracked: its untracked files too
+  bool object_cache = false;  // --object-cache: borrow objects from a cache (git/object_cache.h)
+  std::optional<std::string> cache_root;      // --cache-root: where the object caches are
   std::optional<std::string> workspace;       // --workspace: used as is
   std::optional<std::string> workspace_root;  // --workspace-root: where clones go
   std::optional<std::string> out;             // --out

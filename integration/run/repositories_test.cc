@@ -43,18 +43,6 @@ std::string JsonString(const std::string& json, const std::string& key) {
   return json.substr(start, json.find('"', start) - start);
 }
 
-int CountLines(const std::string& text, const std::string& needle) {
-  int n = 0;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (text.substr(start, end - start).find(needle) != std::string::npos) ++n;
-    start = end + 1;
-  }
-  return n;
-}
-
 class RunRepositoriesTest : public ::testing::Test {
  protected:
   void SetUp() override {

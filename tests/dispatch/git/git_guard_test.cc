@@ -80,6 +80,38 @@ TEST_F(GitGuardTest, FreshCloneGetsAPlainConfigNoHooksAndItsHead) {
   EXPECT_TRUE(guard.CheckAndRestore().empty());
 }
 
+// A clone from the object cache: its alternates file and the cache are bound read-only,
+// and an alternates file the agent changed (or added) is put back (or removed) afterwards.
+TEST_F(GitGuardTest, AlternatesAreBoundReadOnlyAndRestored) {
+  Write(ws_ / ".git/objects/info/alternates", "/caches/k/objects\n");
+  GitGuard guard = PrepareClone();
+  guard.BorrowStore("/caches/k");
+  runtime::SandboxSpec spec;
+  guard.AddBinds(spec);
+  ASSERT_EQ(spec.ops.size(), 4u);
+  auto alternates = std::get<runtime::BindOp>(spec.ops[2]);
+  EXPECT_EQ(alternates.dest, (ws_ / ".git/objects/info/alternates").string());
+  EXPECT_TRUE(alternates.read_only);
+  auto cache = std::get<runtime::BindOp>(spec.ops[3]);
+  EXPECT_EQ(cache.source, "/caches/k");
+  EXPECT_EQ(cache.dest, "/caches/k");
+  EXPECT_TRUE(cache.read_only);
+  EXPECT_TRUE(guard.CheckAndRestore().empty());
+  Write(ws_ / ".git/objects/info/alternates", (outside_ / "objects").string() + "\n");
+  auto report = guard.CheckAndRestore();
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_NE(report[0].find("alternates: changed; restored"), std::string::npos) << report[0];
+  EXPECT_EQ(Read(ws_ / ".git/objects/info/alternates"), "/caches/k/objects\n");
+
+  fs::remove(ws_ / ".git/objects/info/alternates");
+  GitGuard plain = PrepareClone();
+  Write(ws_ / ".git/objects/info/alternates", (outside_ / "objects").string() + "\n");
+  report = plain.CheckAndRestore();
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_NE(report[0].find("alternates: added; removed"), std::string::npos) << report[0];
+  EXPECT_FALSE(Exists(ws_ / ".git/objects/info/alternates"));
+}
+
 TEST_F(GitGuardTest, CloneConfigQuotesWhatItWrites) {
   std::string text = CloneGitConfig("/src/a \"b\"\\c", "feat\"x", false);
   EXPECT_NE(text.find("url = \"/src/a \\\"b\\\"\\\\c\""), std::string::npos) << text;

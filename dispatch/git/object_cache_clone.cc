@@ -1,0 +1,257 @@
+#include "dispatch/git/object_cache_clone.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "base/safe_path.h"
+#include "dispatch/git/clone_checkout.h"
+#include "dispatch/git/host_git.h"
+#include "dispatch/git/object_cache.h"
+#include "dispatch/git/object_cache_manifest.h"
+#include "dispatch/sys/at_file.h"
+#include "dispatch/sys/run_as_child.h"
+
+namespace sbx::dispatch {
+namespace {
+
+std::string Trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+// Empties the directory `fd` as `ids` (what is in it is theirs: a root caller does not
+// work inside it).
+base::Status EmptyDirAs(int fd, const RunAsIds& ids) {
+  auto status = RunInChildAs(ids, [&]() -> int {
+    auto names = ListDirAt(fd);
+    if (!names) return 1;
+    for (const auto& name : *names) {
+      if (!RemoveTreeAt(fd, name)) return 1;
+    }
+    return 0;
+  });
+  if (!status) return status.error();
+  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    return base::Error::Message("--object-cache: can't empty a directory of the dispatch's user");
+  }
+  return {};
+}
+
+// <id>/cache-fill, fresh and handed to the dispatch's user, with its remover.
+struct Scratch {
+  int parent_fd = -1;
+  std::string name;
+  base::UniqueFd fd;
+  RunAsIds ids;
+  Scratch() = default;
+  Scratch(Scratch&&) noexcept = default;
+  Scratch& operator=(Scratch&&) noexcept = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() {
+    if (!fd) return;
+    try {
+      (void)EmptyDirAs(fd.get(), ids);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor; `gc` removes what stays
+    }
+    fd.reset();
+    (void)::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR);
+  }
+};
+
+base::Result<Scratch> MakeScratch(int dispatch_fd, const std::string& name, const RunAsIds& ids) {
+  Scratch scratch;
+  auto made = base::MakeFreshDir(dispatch_fd, name, 0700, name);
+  if (!made) return made.error();
+  scratch.parent_fd = dispatch_fd;
+  scratch.name = name;
+  scratch.ids = ids;
+  scratch.fd = base::UniqueFd(
+      ::openat(dispatch_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!scratch.fd) return base::ErrnoError("Can't open", name);
+  if (ids && ::fchown(scratch.fd.get(), ids->uid, ids->gid) != 0) {
+    return base::ErrnoError("Can't hand over", name);
+  }
+  return scratch;
+}
+
+// The directories git may open as repositories although the dispatch's user does not own
+// them: the source (its top, its .git, a linked worktree's git directories) and the cache.
+std::vector<std::string> SafeDirectories(const CacheKey& key, const std::string& cache) {
+  std::vector<std::string> dirs = {key.source, key.source + "/.git", cache};
+  if (auto git = FindSourceGitDirs(key.source)) {
+    dirs.push_back(git->git_dir);
+    dirs.push_back(git->common_dir);
+  }
+  return dirs;
+}
+
+std::string CacheDirOf(const CacheRoot& root, const CacheKey& key) {
+  return root.path + "/" + key.name;
+}
+
+// The scratch's refs (heads and tags) and HEAD, read with git as the dispatch's user; a
+// name or id that is not one is refused.
+base::Result<CacheRefs> ReadScratchRefs(int scratch_fd, const RunAsIds& ids,
+                                        const HostGitOptions& options) {
+  CacheRefs refs;
+  auto listed = RunHostGit(
+      ids, scratch_fd,
+      {"for-each-ref", "--format=%(objectname) %(refname)", "refs/heads", "refs/tags"}, options);
+  if (!listed) return listed.error();
+  if (listed->exit_code != 0) {
+    return base::Error::Message("--object-cache: git for-each-ref failed: " +
+                                GitComplaintLine(listed->errors));
+  }
+  size_t start = 0;
+  const std::string& text = listed->output;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    auto space = line.find(' ');
+    if (space == std::string::npos) continue;
+    std::string id = line.substr(0, space);
+    std::string name = line.substr(space + 1);
+    if (!IsObjectId(id) || !IsCacheRefName(name)) {
+      return base::Error::Message("--object-cache: the source has a ref the cache does not take");
+    }
+    refs.refs.emplace_back(id, name);
+  }
+  auto symbolic = RunHostGit(ids, scratch_fd, {"symbolic-ref", "--quiet", "HEAD"}, options);
+  if (!symbolic) return symbolic.error();
+  std::string head = Trimmed(symbolic->output);
+  if (symbolic->exit_code == 0 && IsCacheRefName(head) && head.starts_with("refs/heads/")) {
+    refs.head = "ref: " + head;
+    return refs;
+  }
+  auto detached =
+      RunHostGit(ids, scratch_fd, {"rev-parse", "--verify", "--quiet", "HEAD"}, options);
+  if (!detached) return detached.error();
+  refs.head = Trimmed(detached->output);
+  if (detached->exit_code != 0 || !IsObjectId(refs.head)) {
+    return base::Error::Message("--object-cache: the source's HEAD names nothing the cache takes");
+  }
+  return refs;
+}
+
+// Step 2 of object_cache_clone.h: the source fetched by the dispatch's user into a
+// scratch repository (borrowing from `reference`, the checked cache, when there is one).
+struct Fetched {
+  Scratch scratch;
+  CacheRefs refs;
+};
+
+base::Result<Fetched> FetchSource(const std::string& source, const CacheRoot& root,
+                                  const CacheKey& key, const std::optional<std::string>& reference,
+                                  int dispatch_fd, const RunAsIds& ids) {
+  // Its own name each time: a second fetch (the cache made anew) may follow a first.
+  auto scratch = MakeScratch(dispatch_fd, reference ? "cache-fetch" : "cache-fill", ids);
+  if (!scratch) return scratch.error();
+  HostGitOptions options;
+  options.safe_directories = SafeDirectories(key, CacheDirOf(root, key));
+  std::vector<std::string> args = {"clone", "--bare", "--no-local", "--quiet"};
+  if (reference) args.insert(args.end(), {"--reference", *reference});
+  args.insert(args.end(), {"--", key.source, "."});
+  auto fetched = RunHostGit(ids, scratch->fd.get(), args, options);
+  if (!fetched) return fetched.error();
+  if (fetched->exit_code != 0) {
+    return base::Error::Message(fmt::format("--repo {}: git clone for the object cache failed: {}",
+                                            source, GitComplaintLine(fetched->errors)));
+  }
+  auto refs = ReadScratchRefs(scratch->fd.get(), ids, options);
+  if (!refs) return refs.error();
+  return Fetched{.scratch = std::move(*scratch), .refs = std::move(*refs)};
+}
+
+// Step 3: what was fetched, copied into the cache. Returns the cache's path.
+base::Result<std::string> Install(const CacheRoot& root, const CacheKey& key,
+                                  const Fetched& fetched, const RunAsIds& ids) {
+  return InstallIntoCache(root, key, fetched.scratch.fd.get(), ids ? ids->uid : ::geteuid(),
+                          fetched.refs);
+}
+
+// Step 4: the workspace as `git clone --shared CACHE`, as the dispatch's user.
+base::Status CloneShared(const std::string& source, const CacheKey& key, const std::string& cache,
+                         int ws_fd, const RunAsIds& ids) {
+  HostGitOptions options;
+  options.safe_directories = SafeDirectories(key, cache);
+  auto cloned = RunHostGit(ids, ws_fd, {"clone", "--shared", "--quiet", "--", cache, "."}, options);
+  if (!cloned) return cloned.error();
+  if (cloned->exit_code != 0) {
+    return base::Error::Message(fmt::format("--repo {}: git clone from the object cache failed: {}",
+                                            source, GitComplaintLine(cloned->errors)));
+  }
+  return {};
+}
+
+// Moves the cache aside and removes it: it failed where it should not have.
+void DropCache(const CacheRoot& root, const CacheKey& key) {
+  if (auto aside = RenameAsideAt(root.fd.get(), key.name, key.name + ".stale")) {
+    (void)RemoveTreeAt(root.fd.get(), *aside);
+  }
+}
+
+}  // namespace
+
+base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
+                                                 const std::string& cache_root, int dispatch_fd,
+                                                 int ws_fd, const RunAsIds& ids,
+                                                 std::vector<std::string>* notices) {
+  auto key = CacheKeyOf(source);
+  if (!key) return key.error();
+  auto root = OpenCacheRoot(cache_root, ids.has_value());
+  if (!root) return root.error();
+  auto lock = LockCache(*root, key->name);
+  if (!lock) return lock.error();
+  std::string why;
+  auto checked = CheckedCache(*root, key->name, &why);
+  if (!checked) return checked.error();
+  if (!why.empty()) {
+    notices->push_back(fmt::format(
+        "--object-cache: the cache of {} failed its check ({}): made anew", key->source, why));
+  }
+  auto fetched = FetchSource(source, *root, *key, *checked, dispatch_fd, ids);
+  bool had_cache = checked->has_value();
+  // Made anew from the source alone when the cache failed in use (a fetch that borrows
+  // from it, or the clone from it): only a failure that remains is reported.
+  auto anew = [&]() -> base::Result<std::string> {
+    auto alone = FetchSource(source, *root, *key, std::nullopt, dispatch_fd, ids);
+    if (!alone) return alone.error();
+    DropCache(*root, *key);
+    notices->push_back(
+        fmt::format("--object-cache: the cache of {} failed in use: made anew", key->source));
+    had_cache = false;
+    return Install(*root, *key, *alone, ids);
+  };
+  auto cache = fetched     ? Install(*root, *key, *fetched, ids)
+               : had_cache ? anew()
+                           : base::Result<std::string>(fetched.error());
+  if (!cache) return cache.error();
+  // Shared from now on: dispatches of one source check out side by side.
+  if (auto st = ShareCacheLock(lock->get()); !st) return st.error();
+  auto cloned = CloneShared(source, *key, *cache, ws_fd, ids);
+  // A cache that passed its checks and still failed the clone is made anew when no other
+  // dispatch borrows from it now; otherwise only moved aside, for the next one to make.
+  if (!cloned && had_cache) {
+    if (::flock(lock->get(), LOCK_EX | LOCK_NB) != 0) {
+      DropCache(*root, *key);
+      return cloned.error();
+    }
+    if (auto st = EmptyDirAs(ws_fd, ids); !st) return st.error();
+    cache = anew();
+    if (!cache) return cache.error();
+    if (auto st = ShareCacheLock(lock->get()); !st) return st.error();
+    cloned = CloneShared(source, *key, *cache, ws_fd, ids);
+  }
+  if (!cloned) return cloned.error();
+  return BorrowedStore{.cache = *cache, .lock = std::move(*lock)};
+}
+
+}  // namespace sbx::dispatch

@@ -1,0 +1,245 @@
+// The object cache of --object-cache: its manifest and names, the checks before each use
+// (a bad cache is moved aside, never used), the clone that borrows from it, `ls`'s list
+// and `gc`'s removal. As root, the dispatch's user is the overflow uid and the cache root's.
+#include "dispatch/git/object_cache.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "base/safe_path.h"
+#include "dispatch/git/object_cache_clone.h"
+#include "dispatch/git/object_cache_manifest.h"
+#include "tests/dispatch/scratch_dir.h"
+
+namespace sbx::dispatch {
+namespace {
+
+constexpr uid_t kNobody = 65534;
+
+int Sh(const std::string& script) { return std::system(("set -e; " + script).c_str()); }
+
+std::string Output(const std::string& command) {
+  std::string text;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return text;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) text.append(buf, n);
+  ::pclose(pipe);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+RunAsIds Ids() {
+  return ::geteuid() == 0 ? RunAsIds(runtime::SandboxSpec::HostIds{kNobody, kNobody}) : RunAsIds();
+}
+
+// A repository with two commits on main and a tag, readable by everybody; a cache root; a
+// dispatch directory <id> in the layout `run` makes (0711, the caller's).
+class ObjectCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_ = dir_.Sub("repo");
+    ASSERT_EQ(Sh("mkdir " + repo_ + " && cd " + repo_ +
+                 " && git init -q -b main && echo one > f && git add f"
+                 " && git -c user.name=t -c user.email=t@t commit -q -m one"
+                 " && echo two > f && git -c user.name=t -c user.email=t@t commit -qam two"
+                 " && git tag v1 && chmod -R a+rX ."),
+              0);
+    cache_root_ = dir_.Sub("caches");
+  }
+
+  // One dispatch's clone: <id>/workspace made like `run` makes it, then borrowed.
+  base::Result<BorrowedStore> Clone(const std::string& id, std::vector<std::string>* notices) {
+    std::string path = dir_.Sub(id);
+    ::mkdir(path.c_str(), 0711);
+    ::chmod(path.c_str(), 0711);
+    dispatch_fd_ = base::UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ::mkdirat(dispatch_fd_.get(), "workspace", 0700);
+    ws_fd_ = base::UniqueFd(::openat(dispatch_fd_.get(), "workspace", O_RDONLY | O_DIRECTORY));
+    if (auto ids = Ids()) {
+      if (::fchown(ws_fd_.get(), ids->uid, ids->gid) != 0) std::abort();
+    }
+    return CloneFromObjectCache(repo_, cache_root_, dispatch_fd_.get(), ws_fd_.get(), Ids(),
+                                notices);
+  }
+
+  std::string Git(const std::string& where, const std::string& args) {
+    return Output("git -c safe.directory='*' -C " + where + " " + args + " 2>&1");
+  }
+
+  ScratchDir dir_;
+  std::string repo_;
+  std::string cache_root_;
+  base::UniqueFd dispatch_fd_;
+  base::UniqueFd ws_fd_;
+};
+
+TEST(CacheManifestTest, RoundTripsAndRefusesWhatIsNotOne) {
+  CacheManifest manifest{.source = "/src/a b", .files = {}};
+  CachedFile file{.name = "pack-" + std::string(40, 'a') + ".pack", .size = 12, .mtime = {}};
+  file.mtime.tv_sec = 1700000000;
+  file.mtime.tv_nsec = 5;
+  manifest.files.push_back(file);
+  auto parsed = ParseCacheManifest(RenderCacheManifest(manifest));
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->source, "/src/a b");
+  ASSERT_EQ(parsed->files.size(), 1U);
+  EXPECT_EQ(parsed->files[0].size, 12);
+  EXPECT_EQ(parsed->files[0].mtime.tv_nsec, 5);
+  EXPECT_FALSE(ParseCacheManifest("something else\n"));
+  EXPECT_FALSE(ParseCacheManifest("ateam-sandbox object cache 1\nsource /x\nfile ../x 1 2 3\n"));
+}
+
+TEST(CacheManifestTest, NamesAndIdsAreStrict) {
+  EXPECT_TRUE(IsPackFileName("pack-" + std::string(40, '0') + ".idx"));
+  EXPECT_TRUE(IsPackFileName("pack-" + std::string(64, 'f') + ".pack"));
+  EXPECT_FALSE(IsPackFileName("pack-" + std::string(40, '0') + ".keep"));
+  EXPECT_FALSE(IsPackFileName("pack-../../x.pack"));
+  EXPECT_TRUE(IsCacheRefName("refs/heads/feature/one"));
+  EXPECT_TRUE(IsCacheRefName("refs/tags/v1.0"));
+  for (const char* bad : {"refs/remotes/origin/x", "refs/heads/../x", "refs/heads/a b",
+                          "refs/heads/.hidden", "refs/heads/x.lock", "refs/heads/a\nb", "HEAD"}) {
+    EXPECT_FALSE(IsCacheRefName(bad)) << bad;
+  }
+  EXPECT_TRUE(IsObjectId(std::string(40, 'a')));
+  EXPECT_FALSE(IsObjectId(std::string(40, 'A')));
+}
+
+TEST_F(ObjectCacheTest, TheKeyIsTheSourcesInodeAndANonRepositoryIsOneLine) {
+  auto key = CacheKeyOf(repo_);
+  ASSERT_TRUE(key) << key.error().Render();
+  struct stat st {};
+  ASSERT_EQ(::stat(repo_.c_str(), &st), 0);
+  EXPECT_EQ(key->name, fmt::format("{:x}-{}", st.st_dev, st.st_ino));
+  // Renamed, it is the same repository, the same cache.
+  ASSERT_EQ(::rename(repo_.c_str(), dir_.Sub("moved").c_str()), 0);
+  EXPECT_EQ(CacheKeyOf(dir_.Sub("moved"))->name, key->name);
+  ASSERT_EQ(::mkdir(dir_.Sub("plain").c_str(), 0755), 0);
+  auto none = CacheKeyOf(dir_.Sub("plain"));
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().Render().find("not a local git repository"), std::string::npos);
+  EXPECT_EQ(none.error().Render().find('\n'), std::string::npos);
+}
+
+TEST_F(ObjectCacheTest, TheWorkspaceBorrowsAndTheCacheIsTheCallersReadOnly) {
+  std::vector<std::string> notices;
+  auto borrowed = Clone("a1", &notices);
+  ASSERT_TRUE(borrowed) << borrowed.error().Render();
+  EXPECT_TRUE(notices.empty());
+  std::string ws = dir_.Sub("a1/workspace");
+  EXPECT_EQ(ReadWholeFile(ws + "/.git/objects/info/alternates"), borrowed->cache + "/objects\n");
+  EXPECT_EQ(Git(ws, "log --format=%s"), "two\none");
+  EXPECT_EQ(Git(ws, "tag"), "v1");
+  EXPECT_EQ(Git(ws, "rev-parse --abbrev-ref HEAD"), "main");
+  // The workspace's own store holds no object: they are all the cache's.
+  EXPECT_EQ(Output("find " + ws + "/.git/objects -type f -path '*/pack/*' | wc -l"), "0");
+  EXPECT_EQ(Git(borrowed->cache, "fsck --no-dangling"), "");
+  // Every file the caller's, nothing writable by another uid (root's: readable by all).
+  EXPECT_EQ(Output("find " + borrowed->cache + " ! -uid " + std::to_string(::geteuid()) +
+                   " -o -perm /022 -o -type l"),
+            "");
+  // A second dispatch fetches nothing new and borrows the same cache.
+  ASSERT_EQ(Sh("cd " + repo_ +
+               " && echo three > f && git -c user.name=t -c user.email=t@t "
+               "commit -qam three"),
+            0);
+  borrowed->lock.reset();
+  auto second = Clone("a2", &notices);
+  ASSERT_TRUE(second) << second.error().Render();
+  EXPECT_EQ(second->cache, borrowed->cache);
+  EXPECT_EQ(Git(dir_.Sub("a2/workspace"), "log -1 --format=%s"), "three");
+  // The scratch repositories are gone.
+  EXPECT_EQ(Output("ls " + dir_.Sub("a2")), "workspace");
+}
+
+TEST_F(ObjectCacheTest, ACacheThatFailsItsCheckIsMadeAnew) {
+  std::vector<std::string> notices;
+  auto first = Clone("b1", &notices);
+  ASSERT_TRUE(first) << first.error().Render();
+  first->lock.reset();
+  // A pack cut short: not what was copied in.
+  ASSERT_EQ(Sh("cd " + first->cache +
+               "/objects/pack && p=$(ls *.pack) && chmod u+w $p && "
+               "truncate -s 100 $p"),
+            0);
+  auto second = Clone("b2", &notices);
+  ASSERT_TRUE(second) << second.error().Render();
+  ASSERT_EQ(notices.size(), 1U);
+  EXPECT_NE(notices[0].find("is not as it was copied in"), std::string::npos) << notices[0];
+  EXPECT_EQ(Git(first->cache, "fsck --no-dangling"), "");
+  second->lock.reset();
+  // A symlink where a file was.
+  notices.clear();
+  ASSERT_EQ(Sh("cd " + first->cache + " && rm -f packed-refs && ln -s /etc/passwd packed-refs"), 0);
+  auto third = Clone("b3", &notices);
+  ASSERT_TRUE(third) << third.error().Render();
+  ASSERT_EQ(notices.size(), 1U);
+  EXPECT_NE(notices[0].find("packed-refs is a symlink"), std::string::npos) << notices[0];
+  struct stat st {};
+  ASSERT_EQ(::lstat((first->cache + "/packed-refs").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST_F(ObjectCacheTest, ACacheFileOfAnotherUidIsNotTrusted) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another uid";
+  std::vector<std::string> notices;
+  auto first = Clone("c1", &notices);
+  ASSERT_TRUE(first) << first.error().Render();
+  first->lock.reset();
+  ASSERT_EQ(::chown((first->cache + "/HEAD").c_str(), kNobody, kNobody), 0);
+  auto second = Clone("c2", &notices);
+  ASSERT_TRUE(second) << second.error().Render();
+  ASSERT_EQ(notices.size(), 1U);
+  EXPECT_NE(notices[0].find("HEAD belongs to uid 65534"), std::string::npos) << notices[0];
+  struct stat st {};
+  ASSERT_EQ(::stat((first->cache + "/HEAD").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0U);
+}
+
+TEST_F(ObjectCacheTest, ACacheRootOfSomebodyElseIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory of another uid";
+  ASSERT_EQ(::mkdir(cache_root_.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(cache_root_.c_str(), kNobody, kNobody), 0);
+  std::vector<std::string> notices;
+  auto refused = Clone("d1", &notices);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().Render().find("--object-cache"), std::string::npos)
+      << refused.error().Render();
+  EXPECT_EQ(refused.error().Render().find('\n'), std::string::npos);
+}
+
+TEST_F(ObjectCacheTest, LsSeesTheCacheAndGcLeavesOneInUse) {
+  std::vector<std::string> notices;
+  auto borrowed = Clone("e1", &notices);
+  ASSERT_TRUE(borrowed) << borrowed.error().Render();
+  auto root = OpenCacheRoot(cache_root_, ::geteuid() == 0);
+  ASSERT_TRUE(root) << root.error().Render();
+  auto listed = ListCaches(*root);
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1U);
+  EXPECT_EQ((*listed)[0].source, CacheKeyOf(repo_)->source);
+  EXPECT_GT((*listed)[0].bytes, 0U);
+  EXPECT_TRUE((*listed)[0].in_use);
+  auto kept = RemoveCacheIfUnused(*root, (*listed)[0].name);
+  ASSERT_TRUE(kept);
+  EXPECT_FALSE(*kept);
+  borrowed->lock.reset();
+  auto removed = RemoveCacheIfUnused(*root, (*listed)[0].name);
+  ASSERT_TRUE(removed);
+  EXPECT_TRUE(*removed);
+  EXPECT_TRUE(ListCaches(*root)->empty());
+  EXPECT_FALSE(std::filesystem::exists(borrowed->cache));
+}
+
+}  // namespace
+}  // namespace sbx::dispatch
