@@ -35,13 +35,8 @@ int RunHarvestCommand(std::span<const std::string> args) {
   std::string output;
   app.add_option("workspace", workspace, "the workspace (a dispatch's clone)")->required();
   app.add_option("--base", base,
-                 "the commit the agent started from (the status document's base_commit); "
-                 "default: HEAD, so only uncommitted work")
-      ->check([](const std::string& v) {
-        bool hex = v.size() >= 4 && v.size() <= 64 &&
-                   v.find_first_not_of("0123456789abcdef") == std::string::npos;
-        return hex ? std::string() : std::string("--base takes a commit id in hex");
-      });
+                 "REV the agent started from: a branch, tag, HEAD~1 or commit id (the status "
+                 "document's base_commit); default: HEAD, so only uncommitted work");
   app.add_option("-o,--output", output, "the patch file to write")->required();
   if (auto done = ParseOptions(app, args, Fail)) return *done;
   char resolved[PATH_MAX];
@@ -59,7 +54,11 @@ int RunHarvestCommand(std::span<const std::string> args) {
     if (::stat(workspace.c_str(), &st) != 0) return Fail("can't stat " + workspace);
     if (st.st_uid != 0) run_as = runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid};
   }
-  if (!base) {
+  if (base) {
+    auto commit = dispatch::ResolveCommit(workspace, *base, run_as);
+    if (!commit) return Fail(commit.error().Render());
+    base = *commit;
+  } else {
     auto head = dispatch::ReadBaseCommit(workspace, run_as);
     if (!head) return Fail(head.error().Render());
     base = *head;

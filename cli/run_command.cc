@@ -15,6 +15,7 @@
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
 #include "dispatch/record/status_file.h"
+#include "dispatch/request/labels.h"
 #include "dispatch/sys/caller_stderr.h"
 
 namespace sbx::cli {
@@ -26,7 +27,7 @@ using dispatch::DispatchRequest;
 
 void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
               std::string& timeout, std::string& grace, std::string& limits_mode, bool& tty,
-              bool& no_tty) {
+              bool& no_tty, std::vector<std::string>& labels) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--rev", r.rev, "with --repo: start from this branch, tag or commit");
   app.add_flag("--include-uncommitted", r.include_uncommitted,
@@ -75,6 +76,9 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
                "stop (as on SIGTERM) when the caller dies; by default run outlives its caller");
   app.add_option("--id-file", r.id_file,
                  "write the dispatch id here once its directory and record exist");
+  app.add_option("--label", labels,
+                 "KEY=VALUE kept in the status document and record, for ls/gc --label "
+                 "(repeatable)");
   app.add_option("--tmpfs-size", r.tmpfs_size, "SIZE of the home and of /tmp, each (default 2g)");
   app.add_option("--memory", r.memory, "SIZE of memory for the whole sandbox (default 8g)");
   app.add_option("--pids", r.pids, "at most N processes and threads (default 4096)")
@@ -119,6 +123,14 @@ int Fail(const std::string& message) {
   return dispatch::kRuntimeFailureExit;
 }
 
+// --label's values, checked, into the request.
+base::Status TakeLabels(const std::vector<std::string>& texts, DispatchRequest* request) {
+  auto labels = dispatch::ParseLabels(texts);
+  if (!labels) return labels.error();
+  request->labels = std::move(*labels);
+  return {};
+}
+
 }  // namespace
 
 int RunRunCommand(std::span<const std::string> args) {
@@ -132,7 +144,8 @@ int RunRunCommand(std::span<const std::string> args) {
   std::string limits_mode = "strict";
   bool tty = false;
   bool no_tty = false;
-  AddFlags(app, request, agent, backend, timeout, grace, limits_mode, tty, no_tty);
+  std::vector<std::string> labels;
+  AddFlags(app, request, agent, backend, timeout, grace, limits_mode, tty, no_tty, labels);
   // The command, verbatim, is split off first; CLI11 sees only the options.
   std::vector<RunOptionName> known = KnownOptions(app);
   auto split = SplitRunArgs(args, known);
@@ -149,6 +162,7 @@ int RunRunCommand(std::span<const std::string> args) {
     if (!seconds) return Fail(seconds.error().Render());
     request.grace_seconds = *seconds;
   }
+  if (auto st = TakeLabels(labels, &request); !st) return Fail(st.error().Render());
   if (request.command.empty()) {
     return Fail(
         "no command: give it after the options, e.g. ateam-sandbox run --workspace DIR -- sh");

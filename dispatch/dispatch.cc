@@ -428,6 +428,7 @@ DispatchResult RunDispatch(const DispatchRequest& request, const std::string& se
   auto start = Clock::now();
   result.id = NewDispatchId();
   result.backend = request.backend;
+  result.labels = request.labels;
   result.started_at = relay::FormatRfc3339Utc(std::chrono::system_clock::now());
   DispatchDirEnd dir_end;  // <root>/<id> after the run: its record, or --rm
   if (auto st = Dispatch(request, self_exe, &result, start, &dir_end); !st) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -105,6 +106,14 @@ fi
 constexpr const char* kBaseScript = R"sh(
 g rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null || :
 )sh";
+
+// $1: a revision the caller named, checked not to start with '-' (no option) first.
+constexpr const char* kResolveScript = R"sh(
+g rev-parse -q --verify "$1^{commit}" 2>/dev/null || exit 87
+)sh";
+
+// The script's exit status for a revision that names no commit.
+constexpr int kNoSuchCommitExit = 87;
 
 // The harvest sandbox for `script` with /bin/sh, within the harvest's bounds (harvest.h).
 base::Result<runtime::SandboxSpec> HarvestSpec(const std::string& workspace,
@@ -271,23 +280,72 @@ base::Status WritePatchFile(base::OutputFile& file, const std::string& workspace
   return file.Commit(fd->get());
 }
 
-base::Result<std::string> ReadBaseCommit(const std::string& workspace, const RunAsIds& run_as,
-                                         HarvestBounds* bounds) {
+namespace {
+
+struct ScriptOutput {
+  int code = 0;
+  std::string text;  // its stdout, without the final line ends
+};
+
+// `script` in the harvest sandbox, for a short answer on stdout (a pipe holds it all: git
+// prints one line here).
+base::Result<ScriptOutput> RunGitForLine(const std::string& workspace, const std::string& script,
+                                         const std::vector<std::string>& args,
+                                         const RunAsIds& run_as, HarvestBounds* bounds) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return base::ErrnoError("pipe");
   base::UniqueFd read_end(fds[0]);
   base::UniqueFd write_end(fds[1]);
-  auto code = RunGitSandbox(workspace, kBaseScript, {}, write_end.get(), run_as, bounds);
+  auto code = RunGitSandbox(workspace, script, args, write_end.get(), run_as, bounds);
   write_end.reset();
   if (!code) return code.error();
-  std::string out;
+  ScriptOutput output{.code = *code, .text = {}};
   char buf[256];
   ssize_t n = 0;
   while ((n = ::read(read_end.get(), buf, sizeof(buf))) > 0)
-    out.append(buf, static_cast<size_t>(n));
-  if (*code != 0) return ScriptFailure("reading the workspace's base commit", *code);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
+    output.text.append(buf, static_cast<size_t>(n));
+  while (!output.text.empty() && (output.text.back() == '\n' || output.text.back() == '\r')) {
+    output.text.pop_back();
+  }
+  return output;
+}
+
+}  // namespace
+
+base::Result<std::string> ReadBaseCommit(const std::string& workspace, const RunAsIds& run_as,
+                                         HarvestBounds* bounds) {
+  auto output = RunGitForLine(workspace, kBaseScript, {}, run_as, bounds);
+  if (!output) return output.error();
+  if (output->code != 0) {
+    return ScriptFailure("reading the workspace's base commit", output->code);
+  }
+  return output->text;
+}
+
+base::Result<std::string> ResolveCommit(const std::string& workspace, const std::string& rev,
+                                        const RunAsIds& run_as) {
+  // Git reads a leading '-' as an option, and nothing else it takes as a revision needs a
+  // control character or a byte outside ASCII.
+  const bool printable =
+      std::all_of(rev.begin(), rev.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  if (rev.empty() || rev.size() > kMaxRevisionLength || rev.front() == '-' || !printable) {
+    return base::Error::Message(fmt::format(
+        "--base: give a branch, tag or commit (at most {} printable characters, not starting "
+        "with '-')",
+        kMaxRevisionLength));
+  }
+  auto output = RunGitForLine(workspace, kResolveScript, {rev}, run_as, nullptr);
+  if (!output) return output.error();
+  if (output->code == kNoSuchCommitExit) {
+    return base::Error::Message(fmt::format("--base {}: names no commit in {}", rev, workspace));
+  }
+  if (output->code != 0) return ScriptFailure("resolving --base " + rev, output->code);
+  const bool hex = (output->text.size() == 40 || output->text.size() == 64) &&
+                   output->text.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex) {
+    return base::Error::Message(fmt::format("--base {}: git named no commit id", rev));
+  }
+  return output->text;
 }
 
 base::Status WriteHarvestPatch(const std::string& workspace, const std::string& base, int out_fd,

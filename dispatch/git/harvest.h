@@ -47,6 +47,17 @@ struct HarvestBounds {
 base::Result<std::string> ReadBaseCommit(const std::string& workspace, const RunAsIds& run_as,
                                          HarvestBounds* bounds = nullptr);
 
+// The longest revision ResolveCommit takes.
+inline constexpr size_t kMaxRevisionLength = 256;
+
+// The commit id `rev` names in `workspace`: any revision git takes (a branch, a tag,
+// HEAD~1, an abbreviated or full id), resolved by git in the harvest sandbox with the
+// harvest's settings (no hooks, no system or global config). A revision that starts with
+// '-' or holds a blank, a control character or a byte outside ASCII is refused first; one
+// that names no commit is a one-line error.
+base::Result<std::string> ResolveCommit(const std::string& workspace, const std::string& rev,
+                                        const RunAsIds& run_as);
+
 // Writes the patch of everything done in `workspace` since `base` to `out_fd`.
 base::Status WriteHarvestPatch(const std::string& workspace, const std::string& base, int out_fd,
                                const RunAsIds& run_as, HarvestBounds* bounds = nullptr);

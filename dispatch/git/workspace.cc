@@ -251,8 +251,61 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
                                           code, complaint.empty() ? "" : ": ", complaint));
 }
 
+namespace {
+
+constexpr int kGivenDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+
+// A missing given directory, made in `parent_fd` and opened. The caller makes it itself
+// when the parent is its own or root's and nobody else can write there, then hands it to
+// `ids` through its fd; in any other parent a child that became `ids` makes it (the caller
+// itself without ids), so nothing is made as root where another uid could change things.
+// Either way the directory opened, never through a link, must be its maker's: one swapped
+// in meanwhile is refused.
+base::Result<base::UniqueFd> MakeGivenDir(const std::string& flag, const std::string& path,
+                                          int parent_fd, const std::string& name,
+                                          const RunAsIds& ids) {
+  struct stat parent {};
+  if (::fstat(parent_fd, &parent) != 0) return base::ErrnoError(flag, path);
+  const uid_t me = ::geteuid();
+  const bool own_parent = base::CheckDirStat(parent, {.owner = me}, path).ok();
+  const uid_t maker = own_parent || !ids ? me : ids->uid;
+  if (own_parent) {
+    if (::mkdirat(parent_fd, name.c_str(), 0755) != 0) {
+      return base::ErrnoError(flag + ": can't create", path);
+    }
+  } else {
+    auto status = RunInChildAs(
+        ids, [&]() -> int { return ::mkdirat(parent_fd, name.c_str(), 0755) == 0 ? 0 : errno; });
+    if (!status) return status.error();
+    if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+      int err = WIFEXITED(*status) ? WEXITSTATUS(*status) : EPERM;
+      return base::Error(
+          err == kChildCantSwitchIds ? EPERM : err,
+          ids ? fmt::format("{}: the sandbox's uid {} can't create it in a directory of uid {} "
+                            "(make it first, or choose a parent that is yours)",
+                            flag, ids->uid, parent.st_uid)
+              : fmt::format("{}: can't create", flag),
+          path);
+    }
+  }
+  base::UniqueFd fd(::openat(parent_fd, name.c_str(), kGivenDirFlags));
+  if (!fd) return base::ErrnoError(flag, path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return base::ErrnoError(flag, path);
+  if (st.st_uid != maker) {
+    return base::Error::Message(fmt::format("{} {}: replaced by uid {} while it was made; not used",
+                                            flag, path, st.st_uid));
+  }
+  if (own_parent && ids && ::fchown(fd.get(), ids->uid, ids->gid) != 0) {
+    return base::ErrnoError("Can't hand over", path);
+  }
+  return fd;
+}
+
+}  // namespace
+
 base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string& path, bool create,
-                                      const RunAsIds& ids) {
+                                      const RunAsIds& ids, const OpenedCheck& opened) {
   std::string absolute = Absolute(path);
   while (absolute.size() > 1 && absolute.ends_with('/')) absolute.pop_back();
   auto slash = absolute.rfind('/');
@@ -266,24 +319,11 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
   std::string real_parent = real;
   base::UniqueFd parent_fd(::open(real, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!parent_fd) return base::ErrnoError(flag, path);
-  constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-  base::UniqueFd fd(::openat(parent_fd.get(), name.c_str(), kFlags));
+  base::UniqueFd fd(::openat(parent_fd.get(), name.c_str(), kGivenDirFlags));
   if (!fd && errno == ENOENT && create) {
-    // Made by the sandbox's ids themselves when they are not ours: a root caller does not
-    // create things in a directory somebody else may own.
-    int pfd = parent_fd.get();
-    auto status = RunInChildAs(ids, [&]() -> int {
-      return ::mkdirat(pfd, name.c_str(), 0755) == 0 || errno == EEXIST ? 0 : errno;
-    });
-    if (!status) return status.error();
-    if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-      int err = WIFEXITED(*status) ? WEXITSTATUS(*status) : EPERM;
-      return base::Error(err == kChildCantSwitchIds ? EPERM : err,
-                         ids ? fmt::format("{}: uid {} can't create", flag, ids->uid)
-                             : fmt::format("{}: can't create", flag),
-                         path);
-    }
-    fd.reset(::openat(parent_fd.get(), name.c_str(), kFlags));
+    auto made = MakeGivenDir(flag, path, parent_fd.get(), name, ids);
+    if (!made) return made.error();
+    fd = std::move(*made);
   }
   if (!fd) {
     struct stat link {};
@@ -295,6 +335,9 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
           fmt::format("{} {}: is a symlink; give the directory itself", flag, path));
     }
     return base::ErrnoError(flag, path);
+  }
+  if (opened) {
+    if (auto st = opened(fd.get()); !st) return st.error();
   }
   GivenDir dir;
   dir.path_ = real_parent == "/" ? "/" + name : real_parent + "/" + name;
