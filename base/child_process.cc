@@ -67,6 +67,23 @@ std::string ChildReport::ReadText(size_t length) const {
   return text;
 }
 
+namespace {
+
+// The parent's pidfd of its child `pid`, or -1 with errno after the child was killed and
+// reaped: a child nobody can signal safely must not go on.
+int OpenPidfdOrKill(pid_t pid) noexcept {
+  const int pidfd = PidfdOpen(pid);
+  if (pidfd >= 0) return pidfd;
+  const int err = errno;
+  (void)::kill(pid, SIGKILL);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  errno = err;
+  return -1;
+}
+
+}  // namespace
+
 pid_t CloneProcess(uint64_t flags, int* pidfd) noexcept {
   Clone3Args args;
   args.flags = flags | (pidfd != nullptr ? CLONE_PIDFD : 0);
@@ -77,16 +94,8 @@ pid_t CloneProcess(uint64_t flags, int* pidfd) noexcept {
   pid =
       static_cast<pid_t>(::syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
   if (pid <= 0 || pidfd == nullptr) return pid;
-  *pidfd = PidfdOpen(pid);
-  if (*pidfd < 0) {
-    const int err = errno;
-    (void)::kill(pid, SIGKILL);
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    errno = err;
-    return -1;
-  }
-  return pid;
+  *pidfd = OpenPidfdOrKill(pid);
+  return *pidfd < 0 ? -1 : pid;
 }
 
 Result<ClonedChild> CloneWithPidfd(uint64_t flags, const char* what) {
@@ -96,6 +105,17 @@ Result<ClonedChild> CloneWithPidfd(uint64_t flags, const char* what) {
   ClonedChild child;
   child.pid = pid;
   if (pid > 0) child.pidfd.reset(pidfd);
+  return child;
+}
+
+Result<ClonedChild> ForkWithPidfd(const char* what) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoError("Can't fork", what);
+  ClonedChild child;
+  child.pid = pid;
+  if (pid == 0) return child;
+  child.pidfd.reset(OpenPidfdOrKill(pid));
+  if (!child.pidfd) return ErrnoError("Can't open a pidfd of", what);
   return child;
 }
 

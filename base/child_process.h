@@ -4,7 +4,7 @@
 //     own failure record) and optional raw text, written to a close-on-exec pipe before
 //     _exit. EOF without a byte means the child exec'd or finished without failing.
 //   - CloneProcess: clone3 with CLONE_PIDFD and, where clone3 answers ENOSYS, clone and
-//     pidfd_open.
+//     pidfd_open; ForkWithPidfd, for a child that runs ordinary code: fork and pidfd_open.
 //   - SwitchToIds, LowerRlimit, EnterCgroups: the child-side steps several children take.
 // Everything a child calls here is async-signal-safe: no allocation, no locks, no text.
 #pragma once
@@ -82,6 +82,13 @@ struct ClonedChild {
   UniqueFd pidfd;
 };
 Result<ClonedChild> CloneWithPidfd(uint64_t flags, const char* what);
+
+// For a child that runs ordinary code before it execs or _exits (allocates, formats, calls
+// into libraries), which a CloneProcess child must not: glibc's fork, which keeps the
+// child's thread bookkeeping right, then the pidfd opened by the parent (it is the child's
+// only reaper, so the pid cannot be recycled meanwhile; a failed pidfd_open kills and
+// reaps the child). `what` names the child in the error.
+Result<ClonedChild> ForkWithPidfd(const char* what);
 
 // Child side: drops the supplementary groups (first: after setresuid they could no
 // longer be dropped), then setresgid and setresuid to `gid` and `uid`, and checks that all

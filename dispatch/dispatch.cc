@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <functional>
@@ -13,30 +12,24 @@
 #include "base/exit_status.h"
 #include "dispatch/acquire.h"
 #include "dispatch/dispatch_plan.h"
+#include "dispatch/dry_run_plan.h"
+#include "dispatch/finish.h"
 #include "dispatch/git/git_guard.h"
 #include "dispatch/git/harvest.h"
 #include "dispatch/git/workspace.h"
-#include "dispatch/host/cgroup.h"
 #include "dispatch/host/dir.h"
-#include "dispatch/host/namespace_preflight.h"
 #include "dispatch/host/prepare.h"
-#include "dispatch/host/sandbox_files.h"
-#include "dispatch/host/start_report.h"
 #include "dispatch/host/write_access.h"
 #include "dispatch/identity/dispatch_identity.h"
 #include "dispatch/identity/hand_back.h"
-#include "dispatch/plan/broker_setup.h"
-#include "dispatch/plan/dry_run.h"
-#include "dispatch/plan/layout.h"
+#include "dispatch/launch.h"
 #include "dispatch/record/announce.h"
 #include "dispatch/record/record.h"
 #include "dispatch/resolve.h"
 #include "dispatch/serve.h"
 #include "dispatch/sys/stop_signals.h"
-#include "dispatch/terminal/terminal.h"
 #include "dispatch/terminal/tty_session.h"
 #include "relay/ledger.h"
-#include "runtime/sandbox_backend.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -45,72 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-// What the status document says of the plan.
-void ReportPlan(const DispatchPlan& planned, DispatchResult* result) {
-  result->routes = planned.routes;
-  result->landlock_abi = planned.landlock.abi;
-  result->landlock_parts = security::LandlockParts(planned.landlock);
-  result->limits_json = planned.limits_json;
-}
-
-// --dry-run: the plan compiled from the host's facts as they are, printed. Nothing is made
-// on the host for it: no directory, socket, process or cgroup (the route sockets are shown
-// in a state directory that does not exist). Only the sealed memfds of the generated files
-// exist while it prints, as the plan names their fds.
-base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, DispatchResult* result) {
-  auto dirs = PlanDispatchDirs(r.request, result->id, r.run_as.has_value());
-  if (!dirs) return dirs.error();
-  result->workspace = dirs->workspace;
-  result->out = dirs->out;
-  auto hosts = HostsFileFd(r.routes);
-  if (!hosts) return hosts.error();
-  auto files = MakeSandboxFiles(r, dirs->workspace);
-  if (!files) return files.error();
-  PlanFacts facts{.workspace = dirs->workspace,
-                  .out = dirs->out,
-                  .self_exe = self_exe,
-                  .state_dir = "<state dir>",
-                  .hosts_fd = hosts->get(),
-                  .credentials = files->CredentialFds(),
-                  .agent_state = files->AgentStateFds(),
-                  .resolv_conf_fd = files->resolv_conf ? files->resolv_conf.get() : -1,
-                  .tty = WantsTty(r.request.tty)};
-  auto where = DispatchCgroup::Probe(r.host.euid == 0);
-  if (where) facts.cgroup_where = "(dry run: none made) " + *where;
-  if (!where) facts.cgroup_missing = where.error().Render();
-  auto planned = CompileDispatchPlan(r, facts);
-  if (!planned) return planned.error();
-  // A root caller's dispatch would lease its host ids: say from where, take nothing.
-  base::Result<std::optional<std::string>> leased_from = std::optional<std::string>();
-  if (WantsLeasedIdentity(r.request, r.host, r.run_as)) leased_from = LeaseRangeShown(r.host);
-  if (!leased_from) return leased_from.error();
-  ReportPlan(*planned, result);
-  struct stat st {};
-  PrintDryRun({.plan = &planned->plan,
-               .request = &r.request,
-               .result = result,
-               .landlock = &planned->landlock,
-               .limits = &planned->limits,
-               .run_as = r.run_as,
-               .leased_from = *leased_from,
-               .seccomp_groups = r.seccomp_groups,
-               .workspace_exists = ::stat(dirs->workspace.c_str(), &st) == 0 &&
-                                   ::stat(dirs->out.c_str(), &st) == 0});
-  result->reason = DispatchReason::kDryRun;
-  result->exit_code = 0;
-  return {};
-}
-
-// After the sandbox: an agent the OOM killer ended in the dispatch's cgroup is reported as
-// such. The cgroup stays for the harvest.
-void RecordOom(const DispatchCgroup& cgroup, uint64_t memory, DispatchResult* result) {
-  if (result->exit_code == base::kSignalExitBase + SIGKILL && cgroup.OomKills() > 0) {
-    result->reason = DispatchReason::kOom;
-    result->error = fmt::format(
-        "out of memory: the sandbox reached --memory {} bytes and the kernel killed it", memory);
-  }
 }
 
 // Removes the dispatch directory this run made unless told to keep it: a run that fails
@@ -134,27 +61,6 @@ class MadeDirCleanup {
   std::optional<runtime::SandboxSpec::HostIds> owner_;
   bool keep_ = false;
 };
-
-// A --patch that could not be written fails the run: reason `harvest-failed`, exit 125,
-// unless the dispatch already ended otherwise (a timeout, an interrupt, the OOM killer),
-// whose reason and nonzero code stay; `patch_error` says why either way.
-// A harvest the deadline (SIGALRM) or a stop signal ended makes the dispatch `timeout` or
-// `interrupted`, as the same during the agent would have.
-void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult* result) {
-  result->patch_error = why;
-  if (result->reason != DispatchReason::kExited && result->exit_code != 0) return;
-  if (stopped_by == SIGALRM) {
-    result->reason = DispatchReason::kTimeout;
-    result->exit_code = kTimeoutExit;
-  } else if (stopped_by != 0) {
-    result->reason = DispatchReason::kInterrupted;
-    result->stop_signal = stopped_by;
-    result->exit_code = base::kSignalExitBase + stopped_by;
-  } else {
-    result->reason = DispatchReason::kHarvestFailed;
-    result->exit_code = kRuntimeFailureExit;
-  }
-}
 
 // Acquire's first step for a root caller without --run-as: the leased ids replace the
 // overflow ids Resolve chose as the host side; inside, the agent keeps those.
@@ -223,100 +129,6 @@ base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
   result->error =
       fmt::format("interrupted by {} before the agent started: nothing ran", StopSignalName(sig));
   return {};
-}
-
-// Launch: the plan started through its backend, with the caller's stdio hidden from the
-// sandbox meanwhile when the agent gets a terminal of its own.
-base::Result<std::unique_ptr<runtime::SandboxProcess>> Launch(const DispatchRequest& request,
-                                                              TtySession* tty,
-                                                              const runtime::Plan& plan) {
-  std::optional<CallerStdioHidden> hidden;
-  if (tty != nullptr) {
-    auto swapped = tty->HideCallerStdio();
-    if (!swapped) return swapped.error();
-    hidden.emplace(std::move(*swapped));
-  }
-  const auto backend = request.backend == DispatchBackend::kNative
-                           ? runtime::NativeBackend()
-                           : runtime::BwrapBackend(request.bwrap_path);
-  std::optional<DumpableWhileCloning> dumpable;  // the native child's uid map is ours to write
-  if (request.backend == DispatchBackend::kNative) dumpable.emplace();
-  auto sandbox = backend->Start(plan);
-  dumpable.reset();
-  hidden.reset();
-  if (!sandbox) {
-    // A refused namespace, mount or /proc comes back in the kernel's words: name the step
-    // and point to doctor instead.
-    if (auto st = CheckNamespacesAllowed(); !st) return st.error();
-    return sandbox.error();
-  }
-  return sandbox;
-}
-
-// The supervisor could not start the command (dispatch/host/start_report.h): the exit code
-// a shell would give, the reason, and the line that says what would make it work.
-void RecordStartFailure(const ResolvedRequest& r, int err, const std::string& workspace,
-                        DispatchResult* result) {
-  if (result->reason != DispatchReason::kExited) return;  // a timeout or a signal came first
-  DispatchHostPaths paths;
-  paths.host_env = r.host_env;
-  paths.agent_bin_dir = r.agent.bin_dir;
-  std::string sandbox_path;
-  if (auto env = BuildSandboxEnvironment(r.request, paths)) {
-    for (const std::string& entry : *env) {
-      if (entry.starts_with("PATH=")) sandbox_path = entry.substr(5);
-    }
-  }
-  std::string host_path;
-  for (const std::string& entry : r.host_env) {
-    if (entry.starts_with("PATH=")) host_path = entry.substr(5);
-  }
-  const StartFailure failure =
-      DescribeStartFailure(err, r.request.command.front(), workspace, sandbox_path, host_path);
-  result->exit_code = failure.exit_code;
-  result->reason =
-      failure.missing ? DispatchReason::kCommandNotFound : DispatchReason::kCommandNotExecutable;
-  result->error = failure.message;
-}
-
-// What the runtime cannot see from outside: the agent's refused connects. Under the default
-// Landlock policy any TCP connect but to the routes, and any TCP bind, fails with EACCES;
-// an agent that then exits non-zero may have failed for that, so it is said once. Not when
-// the supervisor never ran (the sandbox itself failed to start): no agent ran to be refused.
-void NoteLandlockNetwork(bool supervisor_ran, DispatchResult* result) {
-  if (!supervisor_ran) return;
-  if (result->reason != DispatchReason::kExited || result->exit_code == 0) return;
-  if (std::find(result->landlock_parts.begin(), result->landlock_parts.end(), "net") ==
-      result->landlock_parts.end()) {
-    return;
-  }
-  result->network_note =
-      "the agent's TCP connects go only to its --allow routes and it binds no TCP port (the "
-      "default Landlock policy): any other connect or bind, a local test server's included, "
-      "fails with EACCES (Permission denied); if that is why it failed, --landlock-allow net "
-      "lifts that rule (the network still leads nowhere but the routes)";
-}
-
-// Finish: the sandbox reaped and its end recorded, then what the agent left in the git
-// metadata undone before the harvest reads the workspace, then the cgroup gone.
-// The harvest reads `workspace` into `patch_file`, when there is one, inside the
-// dispatch's cgroup and under its deadline and stop signals (`stop_fd`).
-void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::SandboxProcess* sandbox,
-            HostResources* held, GitGuard* guard, const std::string& workspace, int stop_fd,
-            std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
-  RecordExit(sandbox->Reap(), outcome, result);
-  if (auto err = held->report->exec_errno()) RecordStartFailure(r, *err, workspace, result);
-  NoteLandlockNetwork(held->report->supervisor_reached(), result);
-  if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
-  result->workspace_taint = guard->CheckAndRestore();
-  result->workspace_tainted = !result->workspace_taint.empty();
-  if (*patch_file) {
-    HarvestBounds bounds{.stop_fd = stop_fd};
-    if (held->cgroup) bounds.cgroup_procs_fds = held->cgroup->ProcsFds();
-    auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as, &bounds);
-    if (!st) RecordHarvestFailure(st.error().Render(), bounds.stopped_by, result);
-  }
-  if (held->cgroup) held->cgroup->Remove();
 }
 
 // The workspace's git guard, each --rw directory's git metadata guarded like a given

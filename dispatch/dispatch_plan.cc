@@ -76,4 +76,11 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
   return planned;
 }
 
+void ReportPlan(const DispatchPlan& planned, DispatchResult* result) {
+  result->routes = planned.routes;
+  result->landlock_abi = planned.landlock.abi;
+  result->landlock_parts = security::LandlockParts(planned.landlock);
+  result->limits_json = planned.limits_json;
+}
+
 }  // namespace sbx::dispatch

@@ -48,4 +48,7 @@ struct DispatchPlan {
 
 base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const PlanFacts& facts);
 
+// What the status document says of the plan: its routes, Landlock and limits.
+void ReportPlan(const DispatchPlan& planned, DispatchResult* result);
+
 }  // namespace sbx::dispatch

@@ -195,16 +195,17 @@ base::Result<int> LaunchWithBwrap(const Plan& plan, const std::string& bwrap_pat
   auto report = base::ChildReport::Open();
   if (!report) return report.error();
 
-  const pid_t pid = ::fork();
-  if (pid < 0) return base::ErrnoError("bwrap backend: can't fork for", bwrap_path);
-  if (pid == 0) {
+  // The child only makes system calls until it execs: everything was prepared above.
+  auto child = base::CloneWithPidfd(0, "the bwrap backend's child");
+  if (!child) return child.error().WithContext("bwrap backend");
+  if (child->pid == 0) {
     report->CloseReadEnd();
     // If the report cannot be written the parent sees EOF and reports exit status 127.
     report->Fail(kExecStep, ExecPrepared(*invocation, argv.data()), 127);
   }
   report->CloseWriteEnd();
   auto failure = report->Read();
-  auto code = WaitForBwrap(pid);
+  auto code = WaitForBwrap(child->pid);
   if (failure && *failure) return ExecError((*failure)->err, bwrap_path);
   return code;
 }

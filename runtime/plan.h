@@ -19,9 +19,10 @@
 namespace sbx::runtime {
 
 // Who the caller is decides how the sandbox is built (see the comment block at the top of
-// plan_compiler.cc). Decided once, from HostFacts, which `run` reads too (dispatch/ asks
-// ResolvedRequest::host, never geteuid(), whether its caller is root); geteuid() elsewhere
-// only names the caller's own uid as an owner to compare a file's with.
+// plan_compiler.cc). Decided once, from HostFacts, which `run` reads too (its dispatch asks
+// ResolvedRequest::host, never geteuid(), whether its caller is root). Elsewhere geteuid()
+// names the caller's own uid as an owner to compare a file's with, and `dispatches` (list,
+// gc), which resolves no request, asks it which places are root's.
 enum class PrivilegeMode {
   kRoot,          // caller is uid 0 (not setuid): keeps its capabilities unless dropped
   kUnprivileged,  // caller is any other uid: a user namespace is always created

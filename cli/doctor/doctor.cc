@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "base/unique_fd.h"
+#include "base/child_process.h"
 #include "cli/doctor/doctor_probes.h"
 
 namespace sbx::cli {
@@ -122,30 +122,28 @@ std::vector<Check> KernelAndSysctlChecks(const Caller& caller) {
 }
 
 bool RunProbeChild(ProbeFn fn, const void* arg, int32_t* results, int count) {
-  auto pipe = base::MakePipe();
-  if (!pipe) return false;
-  const pid_t pid = ::fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
-    pipe->read_end.reset();
+  auto report = base::ChildReport::Open();
+  if (!report) return false;
+  // Fork, not clone: a probe may format (snprintf) before its system calls.
+  auto child = base::ForkWithPidfd("a doctor probe");
+  if (!child) return false;
+  const auto size = static_cast<size_t>(count) * sizeof(int32_t);
+  if (child->pid == 0) {
+    report->CloseReadEnd();
     fn(results, count, arg);
-    const auto size = static_cast<size_t>(count) * sizeof(int32_t);
-    const bool sent = ::write(pipe->write_end.get(), results, size) == static_cast<ssize_t>(size);
-    ::_exit(sent ? 0 : 1);
+    // The probe's outcome is its data, not a failure of the child: the record only frames
+    // the values (every step's errno) that follow it, and the child exits 0.
+    report->Fail(base::ChildFailure{.detail = static_cast<uint32_t>(size)},
+                 reinterpret_cast<const char*>(results), size, 0);
   }
-  pipe->write_end.reset();
-  std::vector<int32_t> buffer(static_cast<size_t>(count));
-  const auto size = static_cast<ssize_t>(buffer.size() * sizeof(int32_t));
-  ssize_t got = 0;
-  // The child writes less than PIPE_BUF in one write(), so one read gets all of it.
-  do {
-    got = ::read(pipe->read_end.get(), buffer.data(), static_cast<size_t>(size));
-  } while (got < 0 && errno == EINTR);
+  report->CloseWriteEnd();
+  auto record = report->Read();
+  std::string values = record && *record ? report->ReadText((*record)->detail) : std::string();
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (got != size) return false;
-  std::copy(buffer.begin(), buffer.end(), results);
+  if (values.size() != size) return false;
+  std::memcpy(results, values.data(), size);
   return true;
 }
 

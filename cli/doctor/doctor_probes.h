@@ -66,9 +66,10 @@ std::vector<Check> IdentityChecks();
 // "strerror(err)" as a std::string.
 std::string ErrnoText(int err);
 
-// Runs `fn(results, count, arg)` in a forked child, which then writes the `count` values
-// back whole over a close-on-exec pipe and _exits. Returns false, leaving `results` as it
-// was, when the child died before reporting. Forks: single-threaded callers only.
+// Runs `fn(results, count, arg)` in a forked child, which then sends the `count` values
+// back whole on its base::ChildReport (the record, the values after it) and _exits.
+// Returns false, leaving `results` as it was, when the child died before reporting.
+// Forks: single-threaded callers only.
 using ProbeFn = void (*)(int32_t* results, int count, const void* arg) noexcept;
 bool RunProbeChild(ProbeFn fn, const void* arg, int32_t* results, int count);
 

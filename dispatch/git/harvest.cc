@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "base/child_process.h"
 #include "base/exit_status.h"
-#include "base/syscalls.h"
 #include "base/unique_fd.h"
 #include "dispatch/plan/layout.h"
 #include "dispatch/sys/stop_signals.h"
@@ -149,22 +149,14 @@ base::Result<runtime::SandboxSpec> HarvestSpec(const std::string& workspace,
   return spec;
 }
 
-// Waits for the harvest's child `pid`, reading its failure report from `error_read`,
-// until it is gone, a stop signal or the deadline arrives, or its own time is up: the
-// latter ones kill its group (the sandbox dies with it). The child's wait status.
-base::Result<int> WaitForHarvest(pid_t pid, int error_read, HarvestBounds* bounds,
-                                 std::string* failure) {
-  int stopped = 0;
-  base::UniqueFd pidfd(base::PidfdOpen(pid));
-  if (pidfd) {
-    stopped = WaitOrStop(pidfd.get(), bounds != nullptr ? bounds->stop_fd : -1, pid, error_read,
-                         failure, 4096, kHarvestSeconds * 1000);
-  } else {
-    ::kill(pid, SIGKILL);  // never waited for without a bound
-    stopped = kWaitTimedOut;
-  }
+// Waits for the harvest's child until it is gone, a stop signal or the deadline arrives,
+// or its own time is up: the latter ones kill its group (the sandbox dies with it). The
+// child's wait status.
+base::Result<int> WaitForHarvest(const base::ClonedChild& child, HarvestBounds* bounds) {
+  const int stopped = WaitOrStop(child.pidfd.get(), bounds != nullptr ? bounds->stop_fd : -1,
+                                 child.pid, -1, nullptr, 0, kHarvestSeconds * 1000);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
+  while (::waitpid(child.pid, &status, 0) < 0) {
     if (errno != EINTR) return base::ErrnoError("waitpid for the harvest sandbox");
   }
   if (stopped == kWaitTimedOut) {
@@ -180,6 +172,35 @@ base::Result<int> WaitForHarvest(pid_t pid, int error_read, HarvestBounds* bound
   return status;
 }
 
+// The harvest child's one reported step: the launcher, whose error comes back with its
+// errno and its text (op and subject).
+constexpr uint32_t kLaunchStep = 1;
+
+// In the harvest's child: the sandbox launched and waited for; its exit code is the child's.
+[[noreturn]] void HarvestChild(const runtime::Plan& plan, int out_fd,
+                               const base::ChildReport& report) {
+  // A group of its own, so a stop kills it whole; the sandbox dies with it (its death
+  // signal). The default signal mask: `run` blocks its stop signals.
+  (void)::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // A child of its own: the launcher wants a single-threaded process, and the sandbox
+  // gets this stdout, not the caller's.
+  int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(out_fd, 1) < 0) ::_exit(126);
+  // What the seccomp filter needs without CAP_SYS_ADMIN (as bwrap's face sets it).
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(126);
+  auto code = runtime::Launch(plan);
+  if (code) ::_exit(*code);
+  const base::Error& error = code.error();
+  std::string text = error.op();
+  if (!error.subject().empty()) text += (text.empty() ? "" : " ") + error.subject();
+  report.Fail(base::ChildFailure{.step = kLaunchStep, .err = error.err()}, text.data(), text.size(),
+              125);
+}
+
 // Runs `script` with /bin/sh in the harvest sandbox, its stdout on `out_fd`, within the
 // harvest's bounds (harvest.h).
 base::Result<int> RunGitSandbox(const std::string& workspace, const std::string& script,
@@ -191,42 +212,27 @@ base::Result<int> RunGitSandbox(const std::string& workspace, const std::string&
   if (!spec) return spec.error();
   auto plan = runtime::CompilePlan(*spec, *host);
   if (!plan) return plan.error();
-  // The child's own failure comes back on this pipe, for the caller to report (or not:
+  // The child's own failure comes back on the report, for the caller to report (or not:
   // the base-commit read is optional), never printed over `run`'s one-line error.
-  int error_pipe[2];
-  if (::pipe2(error_pipe, O_CLOEXEC) != 0) return base::ErrnoError("pipe for the harvest sandbox");
-  base::UniqueFd error_read(error_pipe[0]);
-  base::UniqueFd error_write(error_pipe[1]);
-  pid_t pid = ::fork();
-  if (pid < 0) return base::ErrnoError("fork for the harvest sandbox");
-  if (pid == 0) {
-    // A group of its own, so a stop kills it whole; the sandbox dies with it (its death
-    // signal). The default signal mask: `run` blocks its stop signals.
-    (void)::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    // A child of its own: the launcher wants a single-threaded process, and the sandbox
-    // gets this stdout, not the caller's.
-    int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(out_fd, 1) < 0) ::_exit(126);
-    // What the seccomp filter needs without CAP_SYS_ADMIN (as bwrap's face sets it).
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(126);
-    auto code = runtime::Launch(*plan);
-    if (!code) {
-      std::string message = code.error().Render();
-      (void)!::write(error_write.get(), message.data(), message.size());
-      ::_exit(125);
-    }
-    ::_exit(*code);
+  auto report = base::ChildReport::Open();
+  if (!report) return report.error();
+  auto child = base::ForkWithPidfd("the harvest sandbox's child");
+  if (!child) return child.error();
+  if (child->pid == 0) {
+    report->CloseReadEnd();
+    HarvestChild(*plan, out_fd, *report);
   }
-  error_write.reset();
-  (void)::setpgid(pid, pid);  // both sides: the group exists whichever runs first
-  std::string failure;
-  auto status = WaitForHarvest(pid, error_read.get(), bounds, &failure);
+  report->CloseWriteEnd();
+  (void)::setpgid(child->pid, child->pid);  // both sides: the group exists whichever runs first
+  auto status = WaitForHarvest(*child, bounds);
   if (!status) return status.error();
-  if (!failure.empty()) return base::Error::Message("harvest sandbox: " + failure);
+  // The child is gone: its report, when it wrote one, waits in the pipe.
+  auto failure = report->Read();
+  if (!failure) return failure.error();
+  if (*failure) {
+    return base::Error((*failure)->err, report->ReadText((*failure)->detail))
+        .WithContext("harvest sandbox");
+  }
   return base::ExitCodeFromWaitStatus(*status);
 }
 
@@ -292,17 +298,15 @@ struct ScriptOutput {
 base::Result<ScriptOutput> RunGitForLine(const std::string& workspace, const std::string& script,
                                          const std::vector<std::string>& args,
                                          const RunAsIds& run_as, HarvestBounds* bounds) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return base::ErrnoError("pipe");
-  base::UniqueFd read_end(fds[0]);
-  base::UniqueFd write_end(fds[1]);
-  auto code = RunGitSandbox(workspace, script, args, write_end.get(), run_as, bounds);
-  write_end.reset();
+  auto pipe = base::MakePipe();
+  if (!pipe) return pipe.error();
+  auto code = RunGitSandbox(workspace, script, args, pipe->write_end.get(), run_as, bounds);
+  pipe->write_end.reset();
   if (!code) return code.error();
   ScriptOutput output{.code = *code, .text = {}};
   char buf[256];
   ssize_t n = 0;
-  while ((n = ::read(read_end.get(), buf, sizeof(buf))) > 0)
+  while ((n = ::read(pipe->read_end.get(), buf, sizeof(buf))) > 0)
     output.text.append(buf, static_cast<size_t>(n));
   while (!output.text.empty() && (output.text.back() == '\n' || output.text.back() == '\r')) {
     output.text.pop_back();

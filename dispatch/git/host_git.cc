@@ -18,9 +18,6 @@
 namespace sbx::dispatch {
 namespace {
 
-constexpr int kCantEnter = 121;
-constexpr int kCantConfigure = 123;
-constexpr int kNoGit = 127;
 constexpr size_t kOutputLimit = 1 << 20;
 constexpr size_t kErrorsLimit = 1 << 16;
 
@@ -50,10 +47,11 @@ int ConfigMemfd(const HostGitOptions& options) {
 }
 
 [[noreturn]] void GitChild(int dir_fd, const std::vector<std::string>& args,
-                           const HostGitOptions& options, int out_fd, int err_fd) {
-  if (::fchdir(dir_fd) != 0) ::_exit(kCantEnter);
+                           const HostGitOptions& options, int out_fd, int err_fd,
+                           const base::ChildReport& report) {
+  if (::fchdir(dir_fd) != 0) FailGitStep(report, GitChildStep::kEnter, errno);
   int config = ConfigMemfd(options);
-  if (config < 0) ::_exit(kCantConfigure);
+  if (config < 0) FailGitStep(report, GitChildStep::kConfigure, errno);
   ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
   ::setenv("GIT_CONFIG_GLOBAL", fmt::format("/proc/self/fd/{}", config).c_str(), 1);
   ::setenv("GIT_TERMINAL_PROMPT", "0", 1);
@@ -73,7 +71,7 @@ int ConfigMemfd(const HostGitOptions& options) {
   for (const auto& arg : args) argv.push_back(arg.c_str());
   argv.push_back(nullptr);
   ::execvp("git", const_cast<char* const*>(argv.data()));
-  ::_exit(kNoGit);
+  FailGitStep(report, GitChildStep::kExec, errno);
 }
 
 // Reads both pipes until git closed them; keeps at most each limit.
@@ -121,28 +119,33 @@ base::Result<HostGitRun> RunHostGit(const RunAsIds& ids, int dir_fd,
   int child_out = options.stdout_fd >= 0 ? options.stdout_fd : out_write.get();
   int child_err = err_pipe->write_end.get();
   HostGitRun run;
-  auto status = RunInChildAs(
-      ids, [&]() -> int { GitChild(dir_fd, args, options, child_out, child_err); },
+  auto child = RunChildAs(
+      ids,
+      [&](const base::ChildReport& report) -> int {
+        GitChild(dir_fd, args, options, child_out, child_err, report);
+      },
       [&](pid_t) {
         out_write.reset();
         err_pipe->write_end.reset();
         Drain(out_read ? out_read.get() : -1, err_pipe->read_end.get(), &run.output, &run.errors);
       });
-  if (!status) return status.error();
-  run.exit_code = base::ExitCodeFromWaitStatus(*status);
+  if (!child) return child.error();
+  run.exit_code = base::ExitCodeFromWaitStatus(child->status);
+  if (!child->failure) return run;
+  const int err = child->failure->err;
   std::string who = ids ? fmt::format("uid {}", ids->uid) : std::string("this user");
-  switch (run.exit_code) {
-    case kChildCantSwitchIds:
-      return base::Error::Message(fmt::format("can't switch to {} for git", who));
-    case kCantEnter:
-      return base::Error::Message(fmt::format("{} can't enter the workspace for git", who));
-    case kCantConfigure:
-      return base::Error::Message("can't write git's configuration (memfd)");
-    case kNoGit:
-      return base::Error::Message("git is not installed");
-    default:
-      return run;
+  switch (static_cast<GitChildStep>(child->failure->step)) {
+    case GitChildStep::kEnter:
+      return base::Error(err, fmt::format("{} can't enter the workspace for git", who));
+    case GitChildStep::kConfigure:
+      return base::Error(err, "can't write git's configuration (memfd)");
+    case GitChildStep::kUnreadable:
+    case GitChildStep::kNotARepository:
+    case GitChildStep::kExec:
+      break;
   }
+  if (err == ENOENT) return base::Error::Message("git is not installed");
+  return base::Error(err, "can't run git");
 }
 
 std::string GitComplaintLine(const std::string& text) {

@@ -10,10 +10,27 @@
 #include <string>
 #include <vector>
 
+#include "base/child_process.h"
 #include "base/error.h"
 #include "dispatch/git/workspace.h"
 
 namespace sbx::dispatch {
+
+// The steps a child reports (base::ChildReport, RunChildAs) before it becomes git: its
+// exit status is then git's alone.
+enum class GitChildStep : uint32_t {
+  kEnter = 1,       // fchdir into the directory git runs in
+  kConfigure,       // the memfd with git's configuration
+  kUnreadable,      // a local source the ids cannot read
+  kNotARepository,  // a local directory with no .git that is not bare either
+  kExec,            // execvp("git"); ENOENT: git is not installed
+};
+
+// In the child: reports `step` with errno and _exits.
+[[noreturn]] inline void FailGitStep(const base::ChildReport& report, GitChildStep step,
+                                     int err) noexcept {
+  report.Fail(static_cast<uint32_t>(step), err);
+}
 
 struct HostGitOptions {
   // Directories git may treat as repositories although another uid owns them.

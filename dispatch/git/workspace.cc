@@ -19,18 +19,12 @@
 #include "base/safe_path.h"
 #include "base/syscalls.h"
 #include "dispatch/git/clone_checkout.h"
+#include "dispatch/git/host_git.h"
 #include "dispatch/sys/run_as_child.h"
 #include "dispatch/sys/stop_signals.h"
 
 namespace sbx::dispatch {
 namespace {
-
-// Exit statuses of the clone child before git runs.
-constexpr int kCantEnter = 121;       // fchdir into the workspace failed
-constexpr int kUnreadable = 122;      // the ids cannot read the local repository
-constexpr int kCantConfigure = 123;   // the memfd with git's configuration
-constexpr int kNotARepository = 124;  // a local directory with no .git, not bare
-constexpr int kNoGit = 127;
 
 // Git's own rule for "this is a local path": no "://", and no ':' before the first '/'
 // (which would be scp-like "host:path").
@@ -94,21 +88,24 @@ bool LooksLikeLocalRepository(const std::string& dir) {
   return false;
 }
 
-[[noreturn]] void CloneChild(const std::string& source, int dest_fd, int stderr_pipe) {
+[[noreturn]] void CloneChild(const std::string& source, int dest_fd, int stderr_pipe,
+                             const base::ChildReport& report) {
   bool local = IsLocalSource(source);
-  if (::fchdir(dest_fd) != 0) ::_exit(kCantEnter);
+  if (::fchdir(dest_fd) != 0) FailGitStep(report, GitChildStep::kEnter, errno);
   if (local) {
     // A missing repository is git's to report; one that exists but is out of reach is ours.
     struct stat st {};
     if (::stat(source.c_str(), &st) != 0
             ? errno != ENOENT
             : ::access(source.c_str(), S_ISDIR(st.st_mode) ? R_OK | X_OK : R_OK) != 0) {
-      ::_exit(kUnreadable);
+      FailGitStep(report, GitChildStep::kUnreadable, errno);
     }
-    if (S_ISDIR(st.st_mode) && !LooksLikeLocalRepository(source)) ::_exit(kNotARepository);
+    if (S_ISDIR(st.st_mode) && !LooksLikeLocalRepository(source)) {
+      FailGitStep(report, GitChildStep::kNotARepository, 0);
+    }
   }
   int config = WriteGitConfig(source, local);
-  if (config < 0) ::_exit(kCantConfigure);
+  if (config < 0) FailGitStep(report, GitChildStep::kConfigure, errno);
   ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
   ::setenv("GIT_CONFIG_GLOBAL", fmt::format("/proc/self/fd/{}", config).c_str(), 1);
   ::setenv("GIT_TERMINAL_PROMPT", "0", 1);
@@ -122,22 +119,34 @@ bool LooksLikeLocalRepository(const std::string& dir) {
       "git", "clone", tty ? "--progress" : "--quiet", "--no-hardlinks", "--", source.c_str(),
       ".",   nullptr};
   ::execvp("git", const_cast<char* const*>(argv));
-  ::_exit(kNoGit);
+  FailGitStep(report, GitChildStep::kExec, errno);
 }
 
-// The first "fatal:"/"error:" line git wrote, or its last line.
-std::string GitComplaint(const std::string& text) {
-  std::string last;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (line.starts_with("fatal: ") || line.starts_with("error: ")) return line;
-    if (!line.empty()) last = line;
-    start = end + 1;
+// What the clone child's failed step means.
+base::Error CloneStepError(const base::ChildFailure& failure, const std::string& source,
+                           const std::string& who) {
+  switch (static_cast<GitChildStep>(failure.step)) {
+    case GitChildStep::kEnter:
+      return {failure.err, fmt::format("--repo: {} can't enter its workspace", who)};
+    case GitChildStep::kUnreadable:
+      return base::Error::Message(fmt::format(
+          "--repo {}: {} can't read it (the clone runs as the sandbox's user); make it readable "
+          "by {} or choose --run-as its owner",
+          source, who, who));
+    case GitChildStep::kNotARepository:
+      return base::Error::Message(fmt::format(
+          "--repo {}: not a git repository (give its top directory, or --workspace {} to use "
+          "the directory as it is)",
+          source, source));
+    case GitChildStep::kConfigure:
+      return {failure.err, "can't write the clone's git configuration (memfd)"};
+    case GitChildStep::kExec:
+      break;
   }
-  return last;
+  if (failure.err == ENOENT) {
+    return base::Error::Message("cannot clone the repository: git is not installed");
+  }
+  return {failure.err, "cannot clone the repository: can't run git"};
 }
 
 }  // namespace
@@ -208,45 +217,24 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
       if (n > 0 && output.size() < 65536) output.append(buf, static_cast<size_t>(n));
     }
   };
-  auto status = RunInChildAs(
+  auto child = RunChildAs(
       ids,
-      [&]() -> int {
+      [&](const base::ChildReport& report) -> int {
         (void)::setpgid(0, 0);
-        CloneChild(from, dest_fd, pipe_fd);
+        CloneChild(from, dest_fd, pipe_fd, report);
       },
       watch);
-  if (!status) return status.error();
+  if (!child) return child.error();
   if (stop_signal != 0) {
     if (stopped_by != nullptr) *stopped_by = stop_signal;
     return base::Error::Message(
         fmt::format("interrupted by {} during the clone", StopSignalName(stop_signal)));
   }
-  int code = base::ExitCodeFromWaitStatus(*status);
   std::string who = ids ? fmt::format("uid {}", ids->uid) : std::string("this user");
-  switch (code) {
-    case 0:
-      return {};
-    case kChildCantSwitchIds:
-      return base::Error::Message(
-          fmt::format("can't switch to uid {} for the clone", ids ? ids->uid : ::geteuid()));
-    case kCantEnter:
-      return base::Error::Message(fmt::format("--repo: {} can't enter its workspace", who));
-    case kUnreadable:
-      return base::Error::Message(fmt::format(
-          "--repo {}: {} can't read it (the clone runs as the sandbox's user); make it readable "
-          "by {} or choose --run-as its owner",
-          source, who, who));
-    case kNoGit:
-      return base::Error::Message("cannot clone the repository: git is not installed");
-    case kNotARepository:
-      return base::Error::Message(fmt::format(
-          "--repo {}: not a git repository (give its top directory, or --workspace {} to use "
-          "the directory as it is)",
-          source, source));
-    default:
-      break;
-  }
-  std::string complaint = GitComplaint(output);
+  if (child->failure) return CloneStepError(*child->failure, source, who);
+  int code = base::ExitCodeFromWaitStatus(child->status);
+  if (code == 0) return {};
+  std::string complaint = GitComplaintLine(output);
   return base::Error::Message(fmt::format("git clone of {} failed (exit status {}){}{}", source,
                                           code, complaint.empty() ? "" : ": ", complaint));
 }
@@ -274,13 +262,14 @@ base::Result<base::UniqueFd> MakeGivenDir(const std::string& flag, const std::st
       return base::ErrnoError(flag + ": can't create", path);
     }
   } else {
-    auto status = RunInChildAs(
-        ids, [&]() -> int { return ::mkdirat(parent_fd, name.c_str(), 0755) == 0 ? 0 : errno; });
-    if (!status) return status.error();
-    if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-      int err = WIFEXITED(*status) ? WEXITSTATUS(*status) : EPERM;
+    auto made = RunChildAs(ids, [&](const base::ChildReport& report) -> int {
+      if (::mkdirat(parent_fd, name.c_str(), 0755) != 0) report.Fail(1, errno);
+      return 0;
+    });
+    if (!made) return made.error();
+    if (made->failure || made->status != 0) {
       return base::Error(
-          err == kChildCantSwitchIds ? EPERM : err,
+          made->failure ? made->failure->err : EPERM,
           ids ? fmt::format("{}: the sandbox's uid {} can't create it in a directory of uid {} "
                             "(make it first, or choose a parent that is yours)",
                             flag, ids->uid, parent.st_uid)

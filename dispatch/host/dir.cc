@@ -53,13 +53,14 @@ base::Status RemoveDispatchDir(int root_fd, const std::string& id,
       auto sub = OpenDirAt(dispatch.get(), name);
       if (!sub) return sub.error();
       int subfd = sub->get();
-      auto status = RunInChildAs(ids, [subfd]() -> int {
-        auto emptied = EmptyDir(subfd);
-        return emptied ? 0 : (emptied.error().err() != 0 ? emptied.error().err() : EIO);
+      auto emptied = RunChildAs(ids, [subfd](const base::ChildReport& report) -> int {
+        auto empty = EmptyDir(subfd);
+        if (!empty) report.Fail(1, empty.error().err() != 0 ? empty.error().err() : EIO);
+        return 0;
       });
-      if (!status) return status.error();
-      if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-        return base::Error(WIFEXITED(*status) ? WEXITSTATUS(*status) : EINTR,
+      if (!emptied) return emptied.error();
+      if (emptied->failure || emptied->status != 0) {
+        return base::Error(emptied->failure ? emptied->failure->err : EINTR,
                            fmt::format("Can't empty {}/{} as uid {}", id, name, ids->uid));
       }
       if (::unlinkat(dispatch.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {

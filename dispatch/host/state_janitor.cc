@@ -1,7 +1,5 @@
 #include "dispatch/host/state_janitor.h"
 
-#include "dispatch/host/cgroup.h"
-
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +7,9 @@
 #include <cerrno>
 #include <csignal>
 #include <utility>
+
+#include "base/child_process.h"
+#include "dispatch/host/cgroup.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -41,14 +42,16 @@ base::Result<StateDirJanitor> StateDirJanitor::Start(relay::StateDir* dir,
                                                      const std::vector<std::string>& cgroup_dirs) {
   auto pipe = base::MakePipe();
   if (!pipe) return pipe.error();
-  pid_t pid = ::fork();
-  if (pid < 0) return base::ErrnoError("Can't fork the state directory janitor");
-  if (pid == 0) {
+  // Fork, not clone: the janitor runs ordinary code (it allocates paths as it removes).
+  auto child = base::ForkWithPidfd("the state directory janitor");
+  if (!child) return child.error();
+  if (child->pid == 0) {
     pipe->write_end.reset();
     JanitorMain(dir, cgroup_dirs, pipe->read_end.get());
   }
-  (void)::setpgid(pid, pid);  // both sides: out of `run`'s group whichever runs first
-  return StateDirJanitor(pid, std::move(pipe->write_end));
+  // Both sides: out of `run`'s group whichever runs first.
+  (void)::setpgid(child->pid, child->pid);
+  return StateDirJanitor(child->pid, std::move(pipe->write_end));
 }
 
 StateDirJanitor::StateDirJanitor(StateDirJanitor&& other) noexcept

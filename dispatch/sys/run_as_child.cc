@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "base/child_process.h"
-
 namespace sbx::dispatch {
 
 int SwitchToIds(const runtime::SandboxSpec::HostIds& ids) {
@@ -19,17 +17,18 @@ int SwitchToIds(const runtime::SandboxSpec::HostIds& ids) {
   return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? 0 : errno;
 }
 
-base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
-                               const std::function<int()>& body,
-                               const std::function<void(pid_t)>& while_running) {
-  // The switch's failure comes back on the report; the report's end is closed before the
-  // body runs, so reading it returns as soon as the child is its new ids.
+base::Result<ChildRun> RunChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
+                                  const std::function<int(const base::ChildReport&)>& body,
+                                  const std::function<void(pid_t)>& while_running) {
+  // One report for the switch (step 0) and the body's steps; the child's end closes when it
+  // execs or exits, so it is read once the child is gone.
   auto report = base::ChildReport::Open();
   if (!report) return report.error();
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) return base::ErrnoError("Can't fork");
-  if (pid == 0) {
+  // Fork, not clone: the body runs ordinary code.
+  auto child = base::ForkWithPidfd("a child to switch ids in");
+  if (!child) return child.error();
+  if (child->pid == 0) {
     report->CloseReadEnd();
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(kChildCantSwitchIds);
@@ -42,21 +41,30 @@ base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds
     // A change of credentials clears the parent-death signal: set it again, as the new ids.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(kChildCantSwitchIds);
-    report->CloseWriteEnd();
-    ::_exit(body());
+    ::_exit(body(*report));
   }
   report->CloseWriteEnd();
-  auto failure = report->Read();
-  if (failure && !*failure && while_running) while_running(pid);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
+  if (while_running) while_running(child->pid);
+  ChildRun run;
+  while (::waitpid(child->pid, &run.status, 0) < 0) {
     if (errno != EINTR) return base::ErrnoError("waitpid");
   }
+  auto failure = report->Read();
   if (!failure) return failure.error();
-  if (*failure) {
+  if (*failure && (*failure)->step == 0) {
     return base::Error((*failure)->err, "Can't switch to", fmt::format("uid {}", ids->uid));
   }
-  return status;
+  run.failure = *failure;
+  return run;
+}
+
+base::Result<int> RunInChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
+                               const std::function<int()>& body,
+                               const std::function<void(pid_t)>& while_running) {
+  auto run = RunChildAs(
+      ids, [&body](const base::ChildReport&) { return body(); }, while_running);
+  if (!run) return run.error();
+  return run->status;
 }
 
 }  // namespace sbx::dispatch

@@ -5,7 +5,6 @@
 // connect to its channels. A lease stays taken while its dispatch directory exists.
 #include <dirent.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -23,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/child_process.h"
 #include "integration/harness.h"
 #include "integration/run/run_support.h"
 
@@ -68,10 +68,7 @@ int Reach(uid_t attacker, int pid, const std::vector<std::string>& channels,
           bool signal_only = false) {
   pid_t child = fork();
   if (child == 0) {
-    if (setgroups(0, nullptr) != 0 || setresgid(attacker, attacker, attacker) != 0 ||
-        setresuid(attacker, attacker, attacker) != 0) {
-      _exit(255);
-    }
+    if (base::SwitchToIds(attacker, attacker) != 0) _exit(255);
     int reached = 0;
     if (kill(pid, 0) == 0) reached |= 1;
     if (signal_only) _exit(reached);

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
@@ -17,6 +16,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "base/child_process.h"
 
 namespace sbx::integration::run {
 namespace {
@@ -216,8 +217,7 @@ Swapper::Swapper(const SwapperOptions& options) {
       ::_exit(2);
     }
     ::close_range(kReportFd + 1, ~0U, 0);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(options.gid, options.gid, options.gid) != 0 ||
-        ::setresuid(options.uid, options.uid, options.uid) != 0) {
+    if (base::SwitchToIds(options.uid, options.gid) != 0) {
       char failed = 'F';  // an id this namespace does not map
       (void)!::write(kReportFd, &failed, 1);
       ::_exit(2);

@@ -5,7 +5,6 @@
 // terminal stays connected to the sandbox's pty, and nothing the caller types reaches the
 // attacker's pty. No timing assertion: every wait is for an effect, under a watchdog.
 #include <fcntl.h>
-#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -24,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/child_process.h"
 #include "base/socket_message.h"
 #include "integration/run/pty_terminal.h"
 #include "integration/run/run_support.h"
@@ -66,10 +66,7 @@ int ConnectTo(const std::string& path) {
 int TryConnectAs(uid_t uid, const std::string& path) {
   const pid_t child = fork();
   if (child == 0) {
-    if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 ||
-        setresuid(uid, uid, uid) != 0) {
-      _exit(255);
-    }
+    if (base::SwitchToIds(uid, uid) != 0) _exit(255);
     _exit(ConnectTo(path) >= 0 ? 1 : 0);
   }
   int status = 0;
@@ -88,10 +85,7 @@ pid_t StartHandoverAttacker(uid_t uid, gid_t gid, const std::string& path, int r
   const pid_t child = fork();
   if (child != 0) return child;
   for (int fd : parent_ends) close(fd);
-  if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 ||
-      setresuid(uid, uid, uid) != 0) {
-    _exit(255);
-  }
+  if (base::SwitchToIds(uid, gid) != 0) _exit(255);
   const int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) _exit(254);
   const int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);

@@ -36,8 +36,10 @@ void FormatMapLine(char* buf, IdMapping m) {
 
 // A setns() into a pid namespace only moves future children: fork, and let the parent
 // go. It exits at once; the monitor, a child subreaper, inherits and reaps the child.
+// CloneProcess, as every child of the launch: this process is a raw clone's child itself,
+// and neither side of this one does more than system calls.
 int ForkIntermediate() {
-  pid_t pid = ::fork();
+  const pid_t pid = base::CloneProcess(0, nullptr);
   if (pid < 0) return errno;
   if (pid > 0) ::_exit(0);
   return 0;

@@ -22,6 +22,17 @@ int Reap(pid_t pid) {
   return status;
 }
 
+// Waits for `child` through its pidfd: the pid and exit status the kernel reports there.
+void ExpectExitThroughPidfd(const ClonedChild& child, int code) {
+  ASSERT_TRUE(child.pidfd);
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child.pidfd.get()), &info,
+                     WEXITED),
+            0);
+  EXPECT_EQ(info.si_pid, child.pid);
+  EXPECT_EQ(info.si_status, code);
+}
+
 TEST(ChildReportTest, AFailedStepComesBackWithItsErrnoAndText) {
   auto report = ChildReport::Open();
   ASSERT_TRUE(report) << report.error().Render();
@@ -67,13 +78,18 @@ TEST(CloneWithPidfdTest, TheParentGetsAPidfdOfTheChild) {
   auto child = CloneWithPidfd(0, "a test child");
   ASSERT_TRUE(child) << child.error().Render();
   if (child->pid == 0) ::_exit(3);
-  ASSERT_TRUE(child->pidfd);
-  siginfo_t info{};
-  ASSERT_EQ(::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(child->pidfd.get()), &info,
-                     WEXITED),
-            0);
-  EXPECT_EQ(info.si_pid, child->pid);
-  EXPECT_EQ(info.si_status, 3);
+  ExpectExitThroughPidfd(*child, 3);
+}
+
+TEST(ForkWithPidfdTest, AForkedChildRunsOrdinaryCodeAndTheParentGetsItsPidfd) {
+  auto child = ForkWithPidfd("a test child");
+  ASSERT_TRUE(child) << child.error().Render();
+  if (child->pid == 0) {
+    // What a raw clone's child must not do: allocate and format.
+    const std::string text = std::to_string(40 + 2);
+    ::_exit(text == "42" ? 4 : 1);
+  }
+  ExpectExitThroughPidfd(*child, 4);
 }
 
 TEST(LowerRlimitTest, LowersAndNeverRaises) {

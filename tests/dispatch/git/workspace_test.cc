@@ -73,6 +73,24 @@ TEST(DefaultWorkspaceRootTest, UnprivilegedOrderIsCacheHomeRuntimeDirThenRefusal
   EXPECT_FALSE(DefaultWorkspaceRoot(false));
 }
 
+TEST(RunChildAsTest, ABodysFailedStepComesBackWithItsErrno) {
+  auto run = RunChildAs(std::nullopt, [](const base::ChildReport& report) -> int {
+    report.Fail(3, EACCES);
+  });
+  ASSERT_TRUE(run) << run.error().Render();
+  ASSERT_TRUE(run->failure);
+  EXPECT_EQ(run->failure->step, 3U);
+  EXPECT_EQ(run->failure->err, EACCES);
+}
+
+TEST(RunChildAsTest, AnExitCodeIsNoFailure) {
+  auto run = RunChildAs(std::nullopt, [](const base::ChildReport&) { return 121; });
+  ASSERT_TRUE(run) << run.error().Render();
+  EXPECT_FALSE(run->failure);
+  ASSERT_TRUE(WIFEXITED(run->status));
+  EXPECT_EQ(WEXITSTATUS(run->status), 121);
+}
+
 TEST(RunInChildAsTest, TheChildHasTheIdsAndNoCapabilities) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch ids";
   auto status = RunInChildAs(runtime::SandboxSpec::HostIds{kNobody, kNobody}, [] {

@@ -1,0 +1,117 @@
+#include "dispatch/finish.h"
+
+#include <algorithm>
+#include <csignal>
+
+#include <fmt/format.h>
+
+#include "base/exit_status.h"
+#include "dispatch/git/harvest.h"
+#include "dispatch/host/cgroup.h"
+#include "dispatch/host/start_report.h"
+#include "dispatch/plan/layout.h"
+#include "dispatch/sys/stop_signals.h"
+
+namespace sbx::dispatch {
+namespace {
+
+// After the sandbox: an agent the OOM killer ended in the dispatch's cgroup is reported as
+// such. The cgroup stays for the harvest.
+void RecordOom(const DispatchCgroup& cgroup, uint64_t memory, DispatchResult* result) {
+  if (result->exit_code == base::kSignalExitBase + SIGKILL && cgroup.OomKills() > 0) {
+    result->reason = DispatchReason::kOom;
+    result->error = fmt::format(
+        "out of memory: the sandbox reached --memory {} bytes and the kernel killed it", memory);
+  }
+}
+
+// A --patch that could not be written fails the run: reason `harvest-failed`, exit 125,
+// unless the dispatch already ended otherwise (a timeout, an interrupt, the OOM killer),
+// whose reason and nonzero code stay; `patch_error` says why either way.
+// A harvest the deadline (SIGALRM) or a stop signal ended makes the dispatch `timeout` or
+// `interrupted`, as the same during the agent would have.
+void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult* result) {
+  result->patch_error = why;
+  if (result->reason != DispatchReason::kExited && result->exit_code != 0) return;
+  if (stopped_by == SIGALRM) {
+    result->reason = DispatchReason::kTimeout;
+    result->exit_code = kTimeoutExit;
+  } else if (stopped_by != 0) {
+    result->reason = DispatchReason::kInterrupted;
+    result->stop_signal = stopped_by;
+    result->exit_code = base::kSignalExitBase + stopped_by;
+  } else {
+    result->reason = DispatchReason::kHarvestFailed;
+    result->exit_code = kRuntimeFailureExit;
+  }
+}
+
+// The supervisor could not start the command (dispatch/host/start_report.h): the exit code
+// a shell would give, the reason, and the line that says what would make it work.
+void RecordStartFailure(const ResolvedRequest& r, int err, const std::string& workspace,
+                        DispatchResult* result) {
+  if (result->reason != DispatchReason::kExited) return;  // a timeout or a signal came first
+  DispatchHostPaths paths;
+  paths.host_env = r.host_env;
+  paths.agent_bin_dir = r.agent.bin_dir;
+  std::string sandbox_path;
+  if (auto env = BuildSandboxEnvironment(r.request, paths)) {
+    for (const std::string& entry : *env) {
+      if (entry.starts_with("PATH=")) sandbox_path = entry.substr(5);
+    }
+  }
+  std::string host_path;
+  for (const std::string& entry : r.host_env) {
+    if (entry.starts_with("PATH=")) host_path = entry.substr(5);
+  }
+  const StartFailure failure =
+      DescribeStartFailure(err, r.request.command.front(), workspace, sandbox_path, host_path);
+  result->exit_code = failure.exit_code;
+  result->reason =
+      failure.missing ? DispatchReason::kCommandNotFound : DispatchReason::kCommandNotExecutable;
+  result->error = failure.message;
+}
+
+// What the runtime cannot see from outside: the agent's refused connects. Under the default
+// Landlock policy any TCP connect but to the routes, and any TCP bind, fails with EACCES;
+// an agent that then exits non-zero may have failed for that, so it is said once. Not when
+// the supervisor never ran (the sandbox itself failed to start): no agent ran to be refused.
+void NoteLandlockNetwork(bool supervisor_ran, DispatchResult* result) {
+  if (!supervisor_ran) return;
+  if (result->reason != DispatchReason::kExited || result->exit_code == 0) return;
+  if (std::find(result->landlock_parts.begin(), result->landlock_parts.end(), "net") ==
+      result->landlock_parts.end()) {
+    return;
+  }
+  result->network_note =
+      "the agent's TCP connects go only to its --allow routes and it binds no TCP port (the "
+      "default Landlock policy): any other connect or bind, a local test server's included, "
+      "fails with EACCES (Permission denied); if that is why it failed, --landlock-allow net "
+      "lifts that rule (the network still leads nowhere but the routes)";
+}
+
+}  // namespace
+
+// Finish: the sandbox reaped and its end recorded, then what the agent left in the git
+// metadata undone before the harvest reads the workspace, then the cgroup gone.
+// The harvest reads `workspace` into `patch_file`, when there is one, inside the
+// dispatch's cgroup and under its deadline and stop signals (`stop_fd`).
+void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::SandboxProcess* sandbox,
+            HostResources* held, GitGuard* guard, const std::string& workspace, int stop_fd,
+            std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
+  RecordExit(sandbox->Reap(), outcome, result);
+  if (auto err = held->report->exec_errno()) RecordStartFailure(r, *err, workspace, result);
+  NoteLandlockNetwork(held->report->supervisor_reached(), result);
+  if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
+  result->workspace_taint = guard->CheckAndRestore();
+  result->workspace_tainted = !result->workspace_taint.empty();
+  if (*patch_file) {
+    HarvestBounds bounds{.stop_fd = stop_fd};
+    if (held->cgroup) bounds.cgroup_procs_fds = held->cgroup->ProcsFds();
+    auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as, &bounds);
+    if (!st) RecordHarvestFailure(st.error().Render(), bounds.stopped_by, result);
+  }
+  if (held->cgroup) held->cgroup->Remove();
+}
+
+}  // namespace sbx::dispatch
