@@ -249,9 +249,13 @@ constexpr int kGivenDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 // itself without ids), so nothing is made as root where another uid could change things.
 // Either way the directory opened, never through a link, must be its maker's: one swapped
 // in meanwhile is refused.
-base::Result<base::UniqueFd> MakeGivenDir(const std::string& flag, const std::string& path,
-                                          int parent_fd, const std::string& name,
-                                          const RunAsIds& ids) {
+struct MadeGivenDir {
+  base::UniqueFd fd;
+  RunAsIds remover;  // who removes it again: the caller (nullopt) in a parent of its own or root's
+};
+base::Result<MadeGivenDir> MakeGivenDir(const std::string& flag, const std::string& path,
+                                        int parent_fd, const std::string& name,
+                                        const RunAsIds& ids) {
   struct stat parent {};
   if (::fstat(parent_fd, &parent) != 0) return base::ErrnoError(flag, path);
   const uid_t me = ::geteuid();
@@ -270,11 +274,10 @@ base::Result<base::UniqueFd> MakeGivenDir(const std::string& flag, const std::st
     if (made->failure || made->status != 0) {
       return base::Error(
           made->failure ? made->failure->err : EPERM,
-          ids ? fmt::format("{}: the sandbox's uid {} can't create it in a directory of uid {} "
-                            "(make it first, or choose a parent that is yours)",
-                            flag, ids->uid, parent.st_uid)
-              : fmt::format("{}: can't create", flag),
-          path);
+          ids ? fmt::format("{} {}: the sandbox's uid {} can't create it in a directory of uid "
+                            "{} (create it first)",
+                            flag, path, ids->uid, parent.st_uid)
+              : fmt::format("{} {}: can't create it", flag, path));
     }
   }
   base::UniqueFd fd(::openat(parent_fd, name.c_str(), kGivenDirFlags));
@@ -288,7 +291,8 @@ base::Result<base::UniqueFd> MakeGivenDir(const std::string& flag, const std::st
   if (own_parent && ids && ::fchown(fd.get(), ids->uid, ids->gid) != 0) {
     return base::ErrnoError("Can't hand over", path);
   }
-  return fd;
+  const bool callers_parent = parent.st_uid == me || parent.st_uid == 0;
+  return MadeGivenDir{std::move(fd), callers_parent ? RunAsIds() : ids};
 }
 
 }  // namespace
@@ -308,11 +312,13 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
   std::string real_parent = real;
   base::UniqueFd parent_fd(::open(real, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!parent_fd) return base::ErrnoError(flag, path);
+  GivenDir dir;
   base::UniqueFd fd(::openat(parent_fd.get(), name.c_str(), kGivenDirFlags));
   if (!fd && errno == ENOENT && create) {
     auto made = MakeGivenDir(flag, path, parent_fd.get(), name, ids);
     if (!made) return made.error();
-    fd = std::move(*made);
+    fd = std::move(made->fd);
+    dir.made_ = MadeHere{std::move(parent_fd), name, made->remover};
   }
   if (!fd) {
     struct stat link {};
@@ -328,7 +334,6 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
   if (opened) {
     if (auto st = opened(fd.get()); !st) return st.error();
   }
-  GivenDir dir;
   dir.path_ = real_parent == "/" ? "/" + name : real_parent + "/" + name;
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return base::ErrnoError(flag, path);
@@ -340,6 +345,16 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
   }
   dir.fd_ = std::move(fd);
   return dir;
+}
+
+void GivenDir::RemoveIfMade() {
+  if (!made_) return;
+  MadeHere made = std::move(*made_);
+  made_.reset();
+  // rmdir: only while it is still empty, so nothing anybody put in it goes.
+  (void)RunInChildAs(made.remover, [&]() -> int {
+    return ::unlinkat(made.parent_fd.get(), made.name.c_str(), AT_REMOVEDIR) == 0 ? 0 : errno;
+  });
 }
 
 GivenDir::~GivenDir() {

@@ -63,9 +63,18 @@ class GivenDir {
 
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] int fd() const { return fd_.get(); }
+  // A directory Open made is removed again while it is still empty (a run that failed
+  // before the agent started); one it found is left alone.
+  void RemoveIfMade();
 
  private:
   GivenDir() = default;
+  struct MadeHere {
+    base::UniqueFd parent_fd;  // O_PATH
+    std::string name;
+    RunAsIds remover;  // who removes it: the caller (nullopt), or the ids that made it
+  };
+  std::optional<MadeHere> made_;
   std::string path_;
   base::UniqueFd fd_;
   std::optional<struct stat> restore_;  // owner and mode to give back

@@ -65,7 +65,8 @@ class RunDispatchAdminTest : public ::testing::Test {
 
 // The out dir is made where it was named (its parent is the caller's), written by the
 // agent, and afterwards the caller's with all that is in it, like a given one. A missing
-// parent is not made: one line, 125, nothing created.
+// parent is not made: one line, 125, nothing created; neither is one that a failed run
+// made.
 TEST_F(RunDispatchAdminTest, AMissingOutDirIsMadeAndHandedBack) {
   std::string out = roots_.Sub("new-out");
   RunResult r = Dispatch({"--out", out}, {"sh", "-c", "echo report > \"$ATEAM_OUT/report.txt\""});
@@ -79,6 +80,13 @@ TEST_F(RunDispatchAdminTest, AMissingOutDirIsMadeAndHandedBack) {
   EXPECT_EQ(dir.st_uid, getuid());
   EXPECT_EQ(file.st_uid, getuid());
   EXPECT_EQ(dir.st_mode & 07022, 0u) << std::oct << dir.st_mode;
+
+  // A run that fails after making it, before the agent starts, takes it away again.
+  std::string unused = roots_.Sub("unused-out");
+  RunResult failed = Dispatch({"--out", unused, "--ledger", unused + "/ledger.jsonl"}, {"true"});
+  EXPECT_EQ(failed.exit_code, 125) << Describe(failed);
+  EXPECT_NE(failed.err.find("must not be inside"), std::string::npos) << Describe(failed);
+  EXPECT_EQ(access(unused.c_str(), F_OK), -1) << "the --out this run made stayed";
 
   std::string deep = roots_.Sub("no-such-parent/out");
   RunResult refused = Dispatch({"--out", deep}, {"true"});
