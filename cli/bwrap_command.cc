@@ -93,12 +93,13 @@ int ParseBwrapFaceOptions(std::span<const std::string> args, BwrapFaceOptions* o
         options->backend = value == "native" ? BwrapFaceOptions::Backend::kNative
                                              : BwrapFaceOptions::Backend::kBwrap;
       } else {
-        fmt::print(stderr, "ateam-sandbox: --backend takes native or bwrap, not '{}'\n", value);
+        fmt::print(stderr, "ateam-sandbox bwrap: --backend takes native or bwrap, not '{}'\n",
+                   value);
         return -1;
       }
       i += 2;
     } else if (arg == "--backend" || arg == "--bwrap-path") {
-      fmt::print(stderr, "ateam-sandbox: {} takes an argument\n", arg);
+      fmt::print(stderr, "ateam-sandbox bwrap: {} needs a value\n", arg);
       return -1;
     } else {
       break;

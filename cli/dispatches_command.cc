@@ -72,7 +72,7 @@ void AddRootOption(CLI::App& app, std::optional<std::string>& root) {
 // one; with none, every dispatch is.
 void AddLabelFilter(CLI::App& app, std::vector<std::string>& texts) {
   app.add_option("--label", texts,
-                 "KEY=VALUE: only dispatches run with this label (repeatable: all must match)");
+                 "only dispatches run with this label (repeatable: all must match)");
 }
 
 bool Selected(const dispatch::DispatchEntry& e,

@@ -14,13 +14,16 @@
 
 #include <fmt/format.h>
 
+#include "base/unknown_option.h"
 #include "cli/bwrap_command.h"
 #include "cli/dispatches_command.h"
 #include "cli/doctor/doctor_command.h"
 #include "cli/harvest_command.h"
 #include "cli/name_service.h"
+#include "cli/parse_options.h"
 #include "cli/run_command.h"
 #include "cli/version.h"
+#include "dispatch/sys/caller_stderr.h"
 #include "supervise/supervise_command.h"
 
 namespace {
@@ -66,7 +69,7 @@ int Main(int argc, char** argv) {
   if (BaseName(argv0) == "bwrap") return sbx::cli::RunBwrapCommand(argv0, args);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     fmt::print(args.empty() ? stderr : stdout, "{}", kUsage);
-    return args.empty() ? 2 : 0;
+    return args.empty() ? sbx::cli::kUsageErrorExit : 0;
   }
   if (args[0] == "--version") {
     fmt::print("ateam-sandbox {}\n", sbx::cli::kVersion);
@@ -76,7 +79,7 @@ int Main(int argc, char** argv) {
     auto rest = std::span<const std::string>(args).subspan(1);
     sbx::cli::BwrapFaceOptions options;
     int consumed = sbx::cli::ParseBwrapFaceOptions(rest, &options);
-    if (consumed < 0) return 2;
+    if (consumed < 0) return sbx::cli::kUsageErrorExit;
     return sbx::cli::RunBwrapCommand("bwrap", rest.subspan(static_cast<size_t>(consumed)), options);
   }
   if (args[0] == "run")
@@ -99,8 +102,13 @@ int Main(int argc, char** argv) {
   if (args[0] == "doctor") {
     return sbx::cli::RunDoctorCommand(std::span<const std::string>(args).subspan(1));
   }
-  fmt::print(stderr, "ateam-sandbox: unknown command '{}' (see ateam-sandbox --help)\n", args[0]);
-  return 2;
+  const std::vector<std::string> commands = {"bwrap",   "run",    "ls",        "gc",
+                                             "harvest", "doctor", "--version", "--help"};
+  fmt::print(stderr, "ateam-sandbox: {}\n",
+             sbx::base::UnknownNameMessage(args[0].starts_with("-") ? "option" : "command",
+                                           sbx::dispatch::EscapeForTerminal(args[0]), commands,
+                                           "ateam-sandbox --help"));
+  return sbx::cli::kUsageErrorExit;
 }
 
 }  // namespace

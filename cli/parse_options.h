@@ -1,5 +1,6 @@
-// One way for the subcommands to hand their options to CLI11: help is printed with exit 0,
-// a parse error goes to the subcommand's own one-line failure.
+// One way for the subcommands to hand their options to CLI11: an unknown option gets the
+// same line in every subcommand (cli/run_args.h), help is printed with exit 0, and a parse
+// error goes to the subcommand's own one-line failure, exit kUsageErrorExit.
 #pragma once
 
 #include <functional>
@@ -11,11 +12,39 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "cli/run_args.h"
+#include "cli/value_names.h"
+
 namespace sbx::cli {
+
+// The exit code of every usage error (an unknown option or command, a bad value), in every
+// subcommand but the bwrap face: the same as `run`'s own failures, so that it never passes
+// for an exit code of the agent's (docs/usage.md, "Exit codes").
+inline constexpr int kUsageErrorExit = 125;
+
+// Every option name of `app`, long and short, for CheckOptionNames.
+inline std::vector<OptionName> KnownOptions(const CLI::App& app) {
+  std::vector<OptionName> known;
+  for (const CLI::Option* option : app.get_options()) {
+    bool takes_value = option->get_items_expected_min() > 0;
+    for (const std::string& name : option->get_lnames())
+      known.push_back({"--" + name, takes_value});
+    for (const std::string& name : option->get_snames()) known.push_back({"-" + name, takes_value});
+  }
+  return known;
+}
 
 // nullopt when the options parsed; otherwise the exit code the subcommand ends with.
 inline std::optional<int> ParseOptions(CLI::App& app, std::span<const std::string> args,
                                        const std::function<int(const std::string&)>& fail) {
+  for (CLI::Option* option : app.get_options()) {
+    if (std::string_view value = ValueNameFor(option->get_name()); !value.empty()) {
+      option->type_name(std::string(value));
+    }
+  }
+  auto checked = CheckOptionNames(args, KnownOptions(app), app.get_name() + " --help",
+                                  /*command_follows=*/false);
+  if (!checked) return fail(checked.error().Render());
   // CLI11 takes the arguments last first.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

@@ -1,8 +1,9 @@
-// The command line of `ateam-sandbox run`, split before CLI11 sees it: options first, then
-// the command, which starts after "--" or, as with bwrap, docker and systemd-run, at the
-// first argument that is not an option. Unknown options are caught here, with the nearest
-// known one suggested, so that a typo never turns into part of the command or into CLI11's
-// message about unexpected arguments.
+// Command lines before CLI11 sees them. Every subcommand's options are checked here first,
+// so that an unknown one gets the same line everywhere, naming the nearest known option
+// (base/unknown_option.h), and a typo never turns into part of `run`'s command or into
+// CLI11's message about unexpected arguments. `run`'s command line is also split: options
+// first, then the command, which starts after "--" or, as with bwrap, docker and
+// systemd-run, at the first argument that is not an option.
 #pragma once
 
 #include <span>
@@ -14,28 +15,27 @@
 
 namespace sbx::cli {
 
-struct RunOptionName {
-  std::string name;  // "--repo"
+struct OptionName {
+  std::string name;  // "--repo", "-o"
   bool takes_value;  // false for a flag such as "--dry-run"
 };
+
+// How far the options of `args` go: to "--" (not counted) or, when `command_follows`, to the
+// first argument that is not an option; otherwise such an argument is a positional and the
+// options go on after it. Fails with one line at an unknown option ("unknown option --rep:
+// did you mean --repo?", or "(see HELP)" without a near one) or an option that wants a
+// value at the end. The value of an option that takes one is never taken for an option.
+base::Result<size_t> CheckOptionNames(std::span<const std::string> args,
+                                      std::span<const OptionName> known, std::string_view help,
+                                      bool command_follows);
 
 struct RunArgs {
   std::vector<std::string> options;  // for CLI11, in order
   std::vector<std::string> command;
 };
 
-// Fails with one line: an unknown option (naming the nearest known one when it is close),
-// or an option that wants a value at the end.
+// `run`'s options and command, with CheckOptionNames's errors.
 base::Result<RunArgs> SplitRunArgs(std::span<const std::string> args,
-                                   std::span<const RunOptionName> known);
-
-// The known name closest to `unknown` by edit distance, or "" when none is close enough to
-// be a likely typo.
-std::string NearestOptionName(std::string_view unknown, std::span<const RunOptionName> known);
-
-// "--timeout" values: a positive number of seconds, at most a day by a wide margin (one
-// year); one-line error otherwise.
-base::Result<double> ParseTimeoutSeconds(std::string_view text,
-                                         std::string_view flag = "--timeout");
+                                   std::span<const OptionName> known);
 
 }  // namespace sbx::cli

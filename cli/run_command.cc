@@ -14,7 +14,9 @@
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
+#include "dispatch/plan/limits.h"
 #include "dispatch/record/status_file.h"
+#include "dispatch/request/human_units.h"
 #include "dispatch/request/labels.h"
 #include "dispatch/sys/caller_stderr.h"
 
@@ -25,9 +27,23 @@ using dispatch::AgentPreset;
 using dispatch::DispatchBackend;
 using dispatch::DispatchRequest;
 
-void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string& backend,
-              std::string& timeout, std::string& grace, std::string& limits_mode, bool& tty,
-              bool& no_tty, std::vector<std::string>& labels) {
+// The options CLI11 keeps as text, parsed afterwards (human_units.h) so that every bad value
+// is refused with the same kind of line.
+struct RunFlagTexts {
+  std::string agent = "none";
+  std::string backend = "native";
+  std::string timeout;
+  std::string grace;
+  std::string limits_mode = "strict";
+  std::string pids;
+  std::string cpus;
+  bool tty = false;
+  bool no_tty = false;
+  bool quiet = false;
+  std::vector<std::string> labels;
+};
+
+void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--rev", r.rev, "with --repo: start from this branch, tag or commit");
   app.add_flag("--include-uncommitted", r.include_uncommitted,
@@ -38,37 +54,36 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
   app.add_option("--workspace-root", r.workspace_root, "where per-dispatch directories go");
   app.add_option("--out", r.out, "the output directory (created if missing)");
   app.add_option("--credentials", r.credentials,
-                 "SRC[:DEST] a host file, copied read-only into the throwaway home at DEST "
+                 "a host file, copied read-only into the throwaway home at DEST "
                  "(relative to it, or absolute inside it; default: the preset's) (repeatable)");
-  app.add_option("--agent", agent, "agent preset: claude, opencode or none")
+  app.add_option("--agent", t.agent, "agent preset: claude, opencode or none")
       ->check(CLI::IsMember({"claude", "opencode", "none"}));
   app.add_option("--env", r.env_names, "pass this host variable through (repeatable)");
-  app.add_option("--setenv", r.set_env, "NAME=VALUE to set inside (repeatable)");
+  app.add_option("--setenv", r.set_env, "a variable to set inside (repeatable)");
   app.add_option("--ro", r.ro_paths, "extra host path, read-only at the same place");
   app.add_option("--rw", r.rw_paths, "extra host path, read-write at the same place");
-  app.add_option("--allow", r.allow,
-                 "HOST[:PORT][=ADDR:PORT][,tls|tcp|broker] an allowed endpoint (repeatable)");
+  app.add_option("--allow", r.allow, "an allowed endpoint (repeatable)");
   app.add_flag("--no-default-allow", r.no_default_allow, "do not allow the preset's endpoints");
   app.add_flag("--agent-telemetry", r.agent_telemetry,
                "let the preset's agent send telemetry: allow its telemetry hosts too");
   app.add_option("--broker-secret", r.broker_secrets,
-                 "HOST:HEADER=@FILE|$NAME the secret a broker route sets in HEADER (repeatable)");
-  app.add_option("--broker-ca", r.broker_ca, "FILE the CA certificates broker routes trust");
+                 "the secret a broker route sets in HEADER (repeatable)");
+  app.add_option("--broker-ca", r.broker_ca, "the CA certificates broker routes trust");
   app.add_option("--ledger", r.ledger, "append one JSON line per relayed connection here");
-  app.add_option("--backend", backend, "native or bwrap")
+  app.add_option("--backend", t.backend, "native or bwrap")
       ->check(CLI::IsMember({"native", "bwrap"}));
   app.add_option("--bwrap-path", r.bwrap_path, "the bwrap used by --backend bwrap")
       ->envname("ATEAM_SANDBOX_BWRAP");
-  app.add_option("--timeout", timeout, "kill the whole sandbox after SECONDS");
-  app.add_option("--grace", grace,
-                 "SECONDS from the SIGINT/SIGTERM passed to the agent to SIGKILL (default 5)");
+  app.add_option("--timeout", t.timeout, "kill the whole sandbox after DURATION (90s, 30m, 2h)");
+  app.add_option("--grace", t.grace,
+                 "time from the SIGINT/SIGTERM passed to the agent to SIGKILL (default 5s)");
   app.add_flag("--dry-run", r.dry_run,
                "print the agent's sandbox and a bwrap line for it; create nothing");
   app.add_option("--status-json", r.status_json, "write the dispatch's status document here");
   app.add_option("--seccomp-allow", r.seccomp_allow, "relax one seccomp group (repeatable)");
   app.add_option("--landlock-allow", r.landlock_allow,
                  "leave out one Landlock part: fs, net or scope (repeatable)");
-  app.add_option("--run-as", r.run_as, "root callers: USER or UID[:GID] the sandbox runs as");
+  app.add_option("--run-as", r.run_as, "root callers: the user the sandbox runs as");
   app.add_option("--patch", r.patch, "afterwards, write the agent's work here as one patch");
   app.add_flag("--rm", r.rm,
                "remove the dispatch directory at the end (a given --out or --workspace stays)");
@@ -76,25 +91,24 @@ void AddFlags(CLI::App& app, DispatchRequest& r, std::string& agent, std::string
                "stop (as on SIGTERM) when the caller dies; by default run outlives its caller");
   app.add_option("--id-file", r.id_file,
                  "write the dispatch id here once its directory and record exist");
-  app.add_option("--label", labels,
-                 "KEY=VALUE kept in the status document and record, for ls/gc --label "
-                 "(repeatable)");
-  app.add_option("--tmpfs-size", r.tmpfs_size, "SIZE of the home and of /tmp, each (default 2g)");
-  app.add_option("--memory", r.memory, "SIZE of memory for the whole sandbox (default 8g)");
-  app.add_option("--pids", r.pids, "at most N processes and threads (default 4096)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--cpus", r.cpus, "at most N CPUs of time (default: no limit)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--limits", limits_mode,
+  app.add_option("--label", t.labels,
+                 "kept in the status document and record, for ls/gc --label (repeatable)");
+  app.add_option("--tmpfs-size", r.tmpfs_size,
+                 "the size of the home and of /tmp, each (default 2G)");
+  app.add_option("--memory", r.memory, "memory for the whole sandbox (default 8G)");
+  app.add_option("--pids", t.pids, "at most N processes and threads (default 4096)");
+  app.add_option("--cpus", t.cpus, "at most N CPUs of time, e.g. 2 or 0.5 (default: no limit)");
+  app.add_option("--limits", t.limits_mode,
                  "strict (default): refuse a limit this host cannot enforce; best-effort: run "
                  "without it, as the status document says")
       ->check(CLI::IsMember({"strict", "best-effort"}));
   app.add_flag("--allow-nested-userns", r.allow_nested_userns,
                "let the agent create user namespaces (its own sandbox), at most 16");
-  auto* tty_flag = app.add_flag("--tty", tty,
+  auto* tty_flag = app.add_flag("--tty", t.tty,
                                 "give the agent a terminal of the sandbox, relayed to this one "
                                 "(default when stdin and stdout are terminals)");
-  app.add_flag("--no-tty", no_tty, "never give the agent a terminal: plain stdin/stdout/stderr")
+  app.add_flag("-q,--quiet", t.quiet, "no notices on stderr (errors still)");
+  app.add_flag("--no-tty", t.no_tty, "never give the agent a terminal: plain stdin/stdout/stderr")
       ->excludes(tty_flag);
   app.footer(
       "The command comes after the options, after -- when it starts with '-':\n"
@@ -107,28 +121,34 @@ std::string SelfExe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("/proc/self/exe");
 }
 
-// Every long option of `app`, for SplitRunArgs.
-std::vector<RunOptionName> KnownOptions(CLI::App& app) {
-  std::vector<RunOptionName> known;
-  for (const CLI::Option* option : app.get_options()) {
-    for (const std::string& name : option->get_lnames()) {
-      known.push_back({"--" + name, option->get_items_expected_min() > 0});
-    }
+// The durations and counts kept as text, into the request.
+base::Status ParseValueTexts(const RunFlagTexts& t, DispatchRequest* request) {
+  // A deadline beyond a year is a typo, not a plan; so are more CPUs than any host has.
+  constexpr double kMaxCpus = 65536;
+  constexpr dispatch::DurationRange kDeadline{/*zero_allowed=*/false, 365.0 * 86400};
+  if (!t.timeout.empty()) {
+    SBX_ASSIGN_OR_RETURN(request->timeout_seconds,
+                         dispatch::ParseDuration(t.timeout, "--timeout", kDeadline));
   }
-  return known;
+  if (!t.grace.empty()) {
+    SBX_ASSIGN_OR_RETURN(request->grace_seconds,
+                         dispatch::ParseDuration(t.grace, "--grace", kDeadline));
+  }
+  if (!t.pids.empty()) {
+    SBX_ASSIGN_OR_RETURN(uint64_t pids, dispatch::ParseCount(t.pids, "--pids", dispatch::kMinPids,
+                                                             dispatch::kMaxPids));
+    request->pids = static_cast<long long>(pids);
+  }
+  SBX_ASSIGN_OR_RETURN(request->labels, dispatch::ParseLabels(t.labels));
+  if (!t.cpus.empty()) {
+    SBX_ASSIGN_OR_RETURN(request->cpus, dispatch::ParsePositiveNumber(t.cpus, "--cpus", kMaxCpus));
+  }
+  return {};
 }
 
 int Fail(const std::string& message) {
   dispatch::SayToCaller(message);
   return dispatch::kRuntimeFailureExit;
-}
-
-// --label's values, checked, into the request.
-base::Status TakeLabels(const std::vector<std::string>& texts, DispatchRequest* request) {
-  auto labels = dispatch::ParseLabels(texts);
-  if (!labels) return labels.error();
-  request->labels = std::move(*labels);
-  return {};
 }
 
 }  // namespace
@@ -137,32 +157,15 @@ int RunRunCommand(std::span<const std::string> args) {
   dispatch::FillClosedStandardFds();
   CLI::App app{"Run COMMAND in a per-dispatch agent sandbox", "ateam-sandbox run"};
   DispatchRequest request;
-  std::string agent = "none";
-  std::string backend = "native";
-  std::string timeout;
-  std::string grace;
-  std::string limits_mode = "strict";
-  bool tty = false;
-  bool no_tty = false;
-  std::vector<std::string> labels;
-  AddFlags(app, request, agent, backend, timeout, grace, limits_mode, tty, no_tty, labels);
+  RunFlagTexts texts;
+  AddFlags(app, request, texts);
   // The command, verbatim, is split off first; CLI11 sees only the options.
-  std::vector<RunOptionName> known = KnownOptions(app);
-  auto split = SplitRunArgs(args, known);
+  auto split = SplitRunArgs(args, KnownOptions(app));
   if (!split) return Fail(split.error().Render());
   request.command = std::move(split->command);
   if (auto done = ParseOptions(app, split->options, Fail)) return *done;
-  if (!timeout.empty()) {
-    auto seconds = ParseTimeoutSeconds(timeout);
-    if (!seconds) return Fail(seconds.error().Render());
-    request.timeout_seconds = *seconds;
-  }
-  if (!grace.empty()) {
-    auto seconds = ParseTimeoutSeconds(grace, "--grace");
-    if (!seconds) return Fail(seconds.error().Render());
-    request.grace_seconds = *seconds;
-  }
-  if (auto st = TakeLabels(labels, &request); !st) return Fail(st.error().Render());
+  if (auto parsed = ParseValueTexts(texts, &request); !parsed) return Fail(parsed.error().Render());
+  dispatch::SetNoticesQuiet(texts.quiet);
   if (request.command.empty()) {
     return Fail(
         "no command: give it after the options, e.g. ateam-sandbox run --workspace DIR -- sh");
@@ -173,14 +176,14 @@ int RunRunCommand(std::span<const std::string> args) {
   if (!request.repo && (request.rev || request.include_uncommitted || request.include_untracked)) {
     return Fail("--rev, --include-uncommitted and --include-untracked go with --repo SRC");
   }
-  request.agent = agent == "claude"     ? AgentPreset::kClaude
-                  : agent == "opencode" ? AgentPreset::kOpencode
-                                        : AgentPreset::kNone;
-  request.limits_best_effort = limits_mode == "best-effort";
-  request.backend = backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
-  request.tty = tty      ? dispatch::TtyMode::kOn
-                : no_tty ? dispatch::TtyMode::kOff
-                         : dispatch::TtyMode::kAuto;
+  request.agent = texts.agent == "claude"     ? AgentPreset::kClaude
+                  : texts.agent == "opencode" ? AgentPreset::kOpencode
+                                              : AgentPreset::kNone;
+  request.limits_best_effort = texts.limits_mode == "best-effort";
+  request.backend = texts.backend == "bwrap" ? DispatchBackend::kBwrap : DispatchBackend::kNative;
+  request.tty = texts.tty      ? dispatch::TtyMode::kOn
+                : texts.no_tty ? dispatch::TtyMode::kOff
+                               : dispatch::TtyMode::kAuto;
   // Checked before anything starts: a name that is not a regular file is refused now, not
   // written through after the agent ran.
   std::optional<dispatch::StatusFile> status_file;
@@ -201,10 +204,10 @@ int RunRunCommand(std::span<const std::string> args) {
     }
   }
   if (!result.error.empty()) dispatch::SayToCaller(result.error);
-  if (!result.network_note.empty()) dispatch::SayToCaller("note: " + result.network_note);
+  if (!result.network_note.empty()) dispatch::NoticeToCaller("note: " + result.network_note);
   if (result.reason == dispatch::DispatchReason::kTimeout && result.error.empty()) {
     dispatch::SayToCaller(
-        fmt::format("--timeout {} expired: the whole sandbox was killed", timeout));
+        fmt::format("--timeout {} expired: the whole sandbox was killed", texts.timeout));
   }
   if (!result.patch_error.empty()) dispatch::SayToCaller("--patch: " + result.patch_error);
   for (const auto& line : result.workspace_taint) {

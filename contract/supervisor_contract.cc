@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "base/unknown_option.h"
+
 namespace sbx::contract {
 namespace {
 
@@ -122,7 +124,13 @@ Result<SupervisorArgs> ParseSupervisorArgs(std::span<const std::string> args) {
       if (!*report) return report->error();
       parsed.report = std::move(**report);
     } else {
-      return Error::Message("unknown option '" + arg + "' (see --help)");
+      const std::vector<std::string> known = {std::string(kRoute),    std::string(kProbeTimeout),
+                                              std::string(kLandlock), std::string(kLandlockWrite),
+                                              std::string(kTty),      std::string(kTtySize),
+                                              std::string(kReport),   "--help"};
+      std::string name = arg.substr(0, arg.find('='));
+      return Error::Message(
+          base::UnknownNameMessage("option", name, known, "ateam-sandbox supervise --help"));
     }
   }
   parsed.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());

@@ -32,11 +32,10 @@ void MakeCgroup(const ResolvedRequest& r, const std::string& id, HostResources* 
   held->cgroup_missing = made.error().Render();
   // A limit asked for is refused instead, with its own line (Acquire).
   if (!CheckLimitsEnforceable(r.request, held->cgroup_missing)) return;
+  // One short line: why there is none is in the status document, and doctor explains it.
   if (r.request.memory || r.request.pids || r.request.cpus || ::isatty(STDERR_FILENO) == 1) {
-    SayToCaller(
-        fmt::format("no cgroup for this dispatch ({}): memory and cpu are not limited; "
-                    "`ateam-sandbox doctor` says how to delegate one",
-                    held->cgroup_missing));
+    NoticeToCaller(
+        "notice: no cgroup, so memory and cpu are not limited (see ateam-sandbox doctor)");
   }
 }
 

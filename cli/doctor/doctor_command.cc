@@ -3,38 +3,28 @@
 #include <cstdio>
 #include <span>
 #include <string>
-#include <string_view>
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/doctor/doctor.h"
+#include "cli/parse_options.h"
 
 namespace sbx::cli {
 
-namespace {
-
-constexpr std::string_view kDoctorUsage =
-    "usage: ateam-sandbox doctor [--json]\n"
-    "\n"
-    "Checks what this host allows this user and prints, per check, `ok`, `FAIL` (with the\n"
-    "fix) or `info`. Exit status 0 when the native backend works for this caller, else 1.\n"
-    "  --json   print one JSON object instead\n";
-
-}  // namespace
-
 int RunDoctorCommand(std::span<const std::string> args) {
+  CLI::App app{
+      "Check what this host allows this user and print, per check, `ok`, `FAIL` (with "
+      "the fix) or `info`. Exit status 0 when the native backend works for this "
+      "caller, else 1.",
+      "ateam-sandbox doctor"};
   bool json = false;
-  for (const std::string& arg : args) {
-    if (arg == "--json") {
-      json = true;
-    } else if (arg == "--help" || arg == "-h") {
-      fmt::print("{}", kDoctorUsage);
-      return 0;
-    } else {
-      fmt::print(stderr, "ateam-sandbox doctor: unknown option '{}'\n{}", arg, kDoctorUsage);
-      return 2;
-    }
-  }
+  app.add_flag("--json", json, "print one JSON object instead");
+  auto fail = [](const std::string& message) {
+    fmt::print(stderr, "ateam-sandbox doctor: {}\n", message);
+    return kUsageErrorExit;
+  };
+  if (auto done = ParseOptions(app, args, fail)) return *done;
   // Flush before the probes fork, so no buffered output is written twice.
   std::fflush(stdout);
   const auto checks = RunDoctorChecks();

@@ -171,13 +171,13 @@ base::Status HandleUncommitted(const std::string& source, int ws_fd, const Clone
   if (wishes.uncommitted == UncommittedMode::kLeave) {
     notices->push_back(fmt::format(
         "--repo {}: {} uncommitted change(s) and {} untracked file(s) are not in the clone "
-        "(--include-uncommitted carries the changes, --include-uncommitted=untracked the files "
+        "(--include-uncommitted carries the changes, --include-untracked the files "
         "too)",
         source, changes->tracked, changes->untracked));
   } else if (!untracked && changes->untracked > 0) {
     notices->push_back(
         fmt::format("--repo {}: {} uncommitted change(s) carried; {} untracked file(s) are not "
-                    "(--include-uncommitted=untracked carries them)",
+                    "(--include-untracked carries them)",
                     source, changes->tracked, changes->untracked));
   }
   return {};

@@ -20,6 +20,7 @@
 #include "base/syscalls.h"
 #include "dispatch/git/clone_checkout.h"
 #include "dispatch/git/host_git.h"
+#include "dispatch/sys/caller_stderr.h"
 #include "dispatch/sys/run_as_child.h"
 #include "dispatch/sys/stop_signals.h"
 
@@ -113,7 +114,8 @@ bool LooksLikeLocalRepository(const std::string& dir) {
                            "GIT_CONFIG_COUNT", "GIT_TEMPLATE_DIR", "GIT_EXEC_PATH"}) {
     ::unsetenv(name);
   }
-  bool tty = ::isatty(STDERR_FILENO) == 1;
+  // Progress is a notice: shown at a terminal, unless -q.
+  bool tty = ::isatty(STDERR_FILENO) == 1 && !NoticesQuiet();
   if (stderr_pipe >= 0) ::dup2(stderr_pipe, STDERR_FILENO);
   const char* argv[] = {
       "git", "clone", tty ? "--progress" : "--quiet", "--no-hardlinks", "--", source.c_str(),
@@ -187,8 +189,8 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
                              int stop_fd, int* stopped_by) {
   std::string from = IsLocalSource(source) ? Absolute(source) : source;
   // Git's complaints are collected and reduced to one line, unless a person watches the
-  // terminal, who then sees git's own progress and messages.
-  bool tty = ::isatty(STDERR_FILENO) == 1;
+  // terminal (and did not say -q), who then sees git's own progress and messages.
+  bool tty = ::isatty(STDERR_FILENO) == 1 && !NoticesQuiet();
   base::UniqueFd read_end;
   base::UniqueFd write_end;
   if (!tty) {

@@ -200,7 +200,7 @@ base::Result<DispatchDirs> FillDispatchDirs(
       }
       auto finished = FinishClone(*request.repo, fd->get(), CloneWishesOf(request), run_as);
       if (!finished) return finished.error();
-      for (const auto& line : finished->notices) SayToCaller("notice: " + line);
+      for (const auto& line : finished->notices) NoticeToCaller("notice: " + line);
       dirs.submodules = std::move(finished->submodules);
     }
     return path;

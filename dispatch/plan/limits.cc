@@ -2,9 +2,6 @@
 
 #include <sys/resource.h>
 
-#include <cctype>
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include "base/json.h"
@@ -18,7 +15,6 @@ constexpr uint64_t kTinySize = 64 * kKiB;  // /dev and the tunnel dir: mount poi
 constexpr uint64_t kDevInodes = 64;        // about 16 used: nodes, links, shm, pts
 constexpr uint64_t kMinTmpfsSize = kMiB;
 constexpr uint64_t kMinMemory = 32 * kMiB;
-constexpr uint64_t kMinPids = 16;
 
 // With nested user namespaces denied, only the supervisor creates a namespace (its network
 // one) in the sandbox's user namespace; the other counts start at the ones the clone made.
@@ -46,49 +42,22 @@ std::string JsonList(const std::vector<std::string>& items) {
 
 }  // namespace
 
-base::Result<uint64_t> ParseByteSize(std::string_view text, std::string_view flag) {
-  auto bad = [&] {
-    return base::Error::Message(
-        fmt::format("{} takes a size such as 4096, 64k, 512m or 2g, not '{}'", flag, text));
-  };
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end == text.data()) return bad();
-  std::string unit(end, text.data() + text.size());
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  unsigned shift = 0;
-  if (!unit.empty()) {
-    static constexpr std::string_view kUnits = "kmgt";
-    size_t at = kUnits.find(unit[0]);
-    std::string_view rest = std::string_view(unit).substr(1);
-    if (at == std::string_view::npos || !(rest.empty() || rest == "b" || rest == "ib")) {
-      return bad();
-    }
-    shift = 10 * static_cast<unsigned>(at + 1);
-  }
-  if (shift != 0 && value > (UINT64_MAX >> shift)) return bad();
-  return value << shift;
-}
-
 base::Result<DispatchLimits> ResolveLimits(const DispatchRequest& request) {
   DispatchLimits limits;
   if (request.tmpfs_size) {
-    auto size = ParseByteSize(*request.tmpfs_size, "--tmpfs-size");
+    auto size = ParseSize(*request.tmpfs_size, "--tmpfs-size", kMinTmpfsSize);
     if (!size) return size.error();
-    if (*size < kMinTmpfsSize) return base::Error::Message("--tmpfs-size must be at least 1m");
     limits.tmpfs_size = *size;
   }
   if (request.memory) {
-    auto size = ParseByteSize(*request.memory, "--memory");
+    auto size = ParseSize(*request.memory, "--memory", kMinMemory);
     if (!size) return size.error();
-    if (*size < kMinMemory) return base::Error::Message("--memory must be at least 32m");
     limits.memory = *size;
   }
   if (request.pids) {
-    if (*request.pids < static_cast<long long>(kMinPids)) {
-      return base::Error::Message("--pids must be at least 16");
-    }
-    limits.pids = static_cast<uint64_t>(*request.pids);
+    auto pids = ParseCount(std::to_string(*request.pids), "--pids", kMinPids, kMaxPids);
+    if (!pids) return pids.error();
+    limits.pids = *pids;
   }
   if (request.cpus) {
     if (!(*request.cpus > 0)) return base::Error::Message("--cpus must be above 0");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "dispatch/request/human_units.h"
 #include "dispatch/request/request.h"
 #include "runtime/spec.h"
 
@@ -24,6 +25,9 @@ inline constexpr uint64_t kGiB = uint64_t{1} << 30;
 inline constexpr uint64_t kDefaultTmpfsSize = 2 * kGiB;  // home and /tmp, each
 inline constexpr uint64_t kDefaultMemory = 8 * kGiB;
 inline constexpr uint64_t kDefaultPids = 4096;
+// --pids: enough for a shell and a few tools; at most the kernel's own ceiling (PID_MAX_LIMIT).
+inline constexpr uint64_t kMinPids = 16;
+inline constexpr uint64_t kMaxPids = uint64_t{4} << 20;
 inline constexpr uint64_t kShmSize = 64 * kMiB;        // /dev/shm
 inline constexpr uint64_t kNestedUserNamespaces = 16;  // with --allow-nested-userns
 inline constexpr uint64_t kInotifyInstances = 64;      // half the kernel's per-user default
@@ -38,9 +42,10 @@ struct DispatchLimits {
   bool nested_userns = false;
 };
 
-// "4096", "64k", "512m", "2g", "1t" (binary multiples; case-insensitive; an optional "b"
-// or "ib" after the unit letter). Errors name `flag`.
-base::Result<uint64_t> ParseByteSize(std::string_view text, std::string_view flag);
+// A size flag's value (dispatch/request/human_units.h: ParseSize, no range of its own).
+inline base::Result<uint64_t> ParseByteSize(std::string_view text, std::string_view flag) {
+  return ParseSize(text, flag);
+}
 
 // The request's flags with every default filled in and checked.
 base::Result<DispatchLimits> ResolveLimits(const DispatchRequest& request);

@@ -25,7 +25,7 @@ base::Status WriteIdFile(base::OutputFile& file, const std::string& id) {
 
 void AnnounceDispatch(const std::string& id, const std::string& workspace, const std::string& out) {
   if (::isatty(STDERR_FILENO) != 1) return;
-  SayToCaller(fmt::format("dispatch {}: workspace {}, out {}", id, workspace, out));
+  NoticeToCaller(fmt::format("dispatch {}: workspace {}, out {}", id, workspace, out));
 }
 
 }  // namespace sbx::dispatch

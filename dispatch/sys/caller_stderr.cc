@@ -19,6 +19,8 @@ namespace {
 // How long one line may wait for room in the caller's stderr.
 constexpr int kLineWaitMs = 500;
 bool g_stalled = false;  // a wait ran out: the reader is not reading
+// -q: notices are not written at all (errors still are).
+bool g_notices_quiet = false;
 
 // Writes with SIGPIPE blocked, and takes away the SIGPIPE a closed reader raised, so the
 // signal never reaches `run` whatever its disposition is at this point.
@@ -79,6 +81,13 @@ void SayToCaller(std::string_view line) {
     if (n <= 0) return;
     done += static_cast<size_t>(n);
   }
+}
+
+void SetNoticesQuiet(bool quiet) { g_notices_quiet = quiet; }
+bool NoticesQuiet() { return g_notices_quiet; }
+
+void NoticeToCaller(std::string_view line) {
+  if (!g_notices_quiet) SayToCaller(line);
 }
 
 void FillClosedStandardFds() {

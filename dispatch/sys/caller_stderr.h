@@ -19,6 +19,13 @@ std::string EscapeForTerminal(std::string_view text);
 // for good); EPIPE never raises SIGPIPE; nothing throws.
 void SayToCaller(std::string_view line);
 
+// A notice: what the caller may want to know but can do without (the dispatch's id and
+// directories, a cgroup this host does not delegate, what a clone left out). Said as
+// SayToCaller does, unless `run -q` set notices quiet.
+void NoticeToCaller(std::string_view line);
+void SetNoticesQuiet(bool quiet);
+bool NoticesQuiet();  // also keeps git's clone progress off the caller's terminal
+
 // Points fds 0, 1 and 2 at /dev/null when the caller started us with one closed, so no
 // descriptor `run` opens later (a status file, a patch) takes that number and receives
 // what is meant for the caller.

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,11 @@ base::Result<ChildRun> RunChildAs(const std::optional<runtime::SandboxSpec::Host
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (ids) {
       if (int err = SwitchToIds(*ids); err != 0) report->Fail(0, err, kChildCantSwitchIds);
+      // HOME still names the caller's home, which these ids cannot read: git would warn
+      // about every file it looks for there (/root/.config/git/attributes). Nothing done
+      // as them has a home; their files go where the dispatch says.
+      ::setenv("HOME", "/nonexistent", 1);
+      ::unsetenv("XDG_CONFIG_HOME");
     }
     // A change of credentials clears the parent-death signal: set it again, as the new ids.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);

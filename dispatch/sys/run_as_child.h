@@ -28,12 +28,12 @@ struct ChildRun {
 
 // Forks. The child dies with us (PDEATHSIG), restores the default signal mask, and with
 // `ids` set drops supplementary groups, then setresgid and setresuid to them (which clears
-// every capability set: no SECBIT_KEEP_CAPS), then sets no_new_privs; then it runs `body`
-// and _exits with what it returns (`body` may exec instead, which closes the report, or
-// report a failed step on it). `while_running`, when given, runs in the parent with the
-// child's pid before it waits (to drain a pipe the child writes, or to stop it); it must
-// return once the child is gone. Returns how the child ended, or the switch's error with
-// its errno.
+// every capability set: no SECBIT_KEEP_CAPS), then sets no_new_privs and points HOME away
+// from the caller's (at /nonexistent); then it runs `body` and _exits with what it returns (`body`
+// may exec instead, which closes the report, or report a failed step on it). `while_running`, when
+// given, runs in the parent with the child's pid before it waits (to drain a pipe the child writes,
+// or to stop it); it must return once the child is gone. Returns how the child ended, or the
+// switch's error with its errno.
 base::Result<ChildRun> RunChildAs(const std::optional<runtime::SandboxSpec::HostIds>& ids,
                                   const std::function<int(const base::ChildReport&)>& body,
                                   const std::function<void(pid_t)>& while_running = {});

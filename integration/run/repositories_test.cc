@@ -235,7 +235,7 @@ TEST_F(RunRepositoriesTest, RwOverAGitDirectoryIsGuarded) {
   EXPECT_EQ(CountLines(last_.err, "inside the git directory"), 1) << Describe(last_);
 }
 
-// Uncommitted changes: one notice without the flag; carried with it.
+// Uncommitted changes: one notice without the flag (none with -q); carried with it.
 TEST_F(RunRepositoriesTest, UncommittedChangesAreSaidOrCarried) {
   MakeRepository(src_.path());
   WriteFile(src_.Sub("a.txt"), "changed\n");
@@ -245,6 +245,12 @@ TEST_F(RunRepositoriesTest, UncommittedChangesAreSaidOrCarried) {
   ASSERT_EQ(last_.exit_code, 0) << Describe(last_);
   EXPECT_EQ(Get(ParseReport(last_.out), "a"), "one");
   EXPECT_EQ(CountLines(last_.err, "uncommitted"), 1) << Describe(last_);
+  // git ran as the sandbox's uid for a root caller: nothing of root's home is looked at.
+  EXPECT_EQ(last_.err.find(".config/git"), std::string::npos) << Describe(last_);
+  // -q: the notice is left out, and nothing else is said.
+  Run({"--repo", src_.path(), "-q"}, script);
+  ASSERT_EQ(last_.exit_code, 0) << Describe(last_);
+  EXPECT_EQ(last_.err, "") << Describe(last_);
 
   Run({"--repo", src_.path(), "--include-uncommitted"}, script);
   ASSERT_EQ(last_.exit_code, 0) << Describe(last_);

@@ -131,8 +131,8 @@ TEST_F(RunSignalsTest, BadGraceIsOneLine) {
       RunAteam({"--workspace", work_.path(), "--out", out_.path(), "--grace", "soon"}, {"true"});
   EXPECT_EQ(res.exit_code, 125) << Describe(res);
   EXPECT_EQ(res.err,
-            "ateam-sandbox run: --grace: expected a positive number of seconds (e.g. 10), got "
-            "'soon'\n");
+            "ateam-sandbox run: --grace takes a duration above 0 and at most 365d (e.g. 90s, 30m, "
+            "2h, 7d; a bare number is seconds), not 'soon'\n");
 }
 
 // A git that says it started, then takes its time: the clone is still running when the

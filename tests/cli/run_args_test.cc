@@ -1,5 +1,5 @@
-// `run`'s command line before CLI11: where the command starts, unknown options with the
-// nearest known one, values, and --timeout.
+// Command lines before CLI11: where `run`'s command starts, unknown options (long and short)
+// with the nearest known one, values, and the other subcommands' positionals.
 #include "cli/run_args.h"
 
 #include <gtest/gtest.h>
@@ -7,10 +7,18 @@
 namespace sbx::cli {
 namespace {
 
-const std::vector<RunOptionName> kKnown = {
-    {"--repo", true},    {"--workspace", true}, {"--workspace-root", true},    {"--out", true},
-    {"--timeout", true}, {"--dry-run", false},  {"--no-default-allow", false}, {"--allow", true},
-    {"--help", false}};
+const std::vector<OptionName> kKnown = {{"--repo", true},
+                                        {"--workspace", true},
+                                        {"--workspace-root", true},
+                                        {"--out", true},
+                                        {"--timeout", true},
+                                        {"--dry-run", false},
+                                        {"--no-default-allow", false},
+                                        {"--allow", true},
+                                        {"--help", false},
+                                        {"-h", false},
+                                        {"-q", false},
+                                        {"-o", true}};
 
 RunArgs Split(std::vector<std::string> args) {
   auto split = SplitRunArgs(args, kKnown);
@@ -64,16 +72,34 @@ TEST(RunArgsTest, MissingValueIsOneLine) {
   EXPECT_EQ(SplitError({"--repo"}), "--repo needs a value");
 }
 
-TEST(RunArgsTest, TimeoutIsAPositiveNumberOfSecondsWithAHumanMessage) {
-  EXPECT_EQ(*ParseTimeoutSeconds("1800"), 1800);
-  EXPECT_EQ(*ParseTimeoutSeconds("0.5"), 0.5);
-  for (const char* bad : {"abc", "", "0", "-1", "5s", "1e400", "nan", "inf", "99999999999"}) {
-    auto seconds = ParseTimeoutSeconds(bad);
-    ASSERT_FALSE(seconds) << bad;
-    EXPECT_EQ(seconds.error().Render(),
-              std::string("--timeout: expected a positive number of seconds (e.g. 1800), got '") +
-                  bad + "'");
-  }
+TEST(RunArgsTest, ShortOptionsAreCheckedToo) {
+  EXPECT_EQ(Split({"-q", "--repo", "r", "true"}).options, (Strings{"-q", "--repo", "r"}));
+  EXPECT_EQ(SplitError({"-x", "true"}), "unknown option -x (see ateam-sandbox run --help)");
+}
+
+// The other subcommands: positionals may come between the options, and the check goes on.
+std::string CheckError(std::vector<std::string> args) {
+  auto checked = CheckOptionNames(args, kKnown, "ateam-sandbox harvest --help",
+                                  /*command_follows=*/false);
+  EXPECT_FALSE(checked);
+  return checked ? "" : checked.error().Render();
+}
+
+TEST(CheckOptionNamesTest, PositionalsDoNotEndTheOptions) {
+  std::vector<std::string> args = {"ws", "-o", "p.patch", "--dry-run", "ws2"};
+  auto checked = CheckOptionNames(args, kKnown, "help", /*command_follows=*/false);
+  ASSERT_TRUE(checked) << checked.error().Render();
+  EXPECT_EQ(*checked, args.size());
+  EXPECT_EQ(CheckError({"ws", "--ouput", "p"}), "unknown option --ouput: did you mean --out?");
+  EXPECT_EQ(CheckError({"ws", "--jsn"}), "unknown option --jsn (see ateam-sandbox harvest --help)");
+  EXPECT_EQ(CheckError({"ws", "-o"}), "-o needs a value");
+}
+
+TEST(CheckOptionNamesTest, AValueIsNeverTakenForAnOption) {
+  std::vector<std::string> args = {"-o", "--nope", "-o-x", "--out=--nope"};
+  EXPECT_TRUE(CheckOptionNames(args, kKnown, "help", /*command_follows=*/false));
+  std::vector<std::string> after_dashes = {"--", "--nope"};
+  EXPECT_EQ(*CheckOptionNames(after_dashes, kKnown, "help", /*command_follows=*/false), 0U);
 }
 
 }  // namespace

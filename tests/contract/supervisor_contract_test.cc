@@ -65,7 +65,8 @@ TEST(SupervisorContractTest, SyntaxErrorsAreOneLine) {
   EXPECT_EQ(parse({"--route"}), "--route needs a value");
   EXPECT_EQ(parse({"--route", "127.77.0.2:1", "--", "x"}),
             "bad --route '127.77.0.2:1': expected ADDR:PORT=SOCKET_PATH");
-  EXPECT_EQ(parse({"--nope", "--", "x"}), "unknown option '--nope' (see --help)");
+  EXPECT_EQ(parse({"--nope", "--", "x"}),
+            "unknown option --nope (see ateam-sandbox supervise --help)");
   EXPECT_EQ(parse({"--tty", "/t"}), "no command given (after --)");
   auto help = ParseSupervisorArgs(std::vector<std::string>{"--tty", "/t", "-h"});
   ASSERT_TRUE(help);

@@ -74,9 +74,8 @@ TEST(DefaultWorkspaceRootTest, UnprivilegedOrderIsCacheHomeRuntimeDirThenRefusal
 }
 
 TEST(RunChildAsTest, ABodysFailedStepComesBackWithItsErrno) {
-  auto run = RunChildAs(std::nullopt, [](const base::ChildReport& report) -> int {
-    report.Fail(3, EACCES);
-  });
+  auto run = RunChildAs(std::nullopt,
+                        [](const base::ChildReport& report) -> int { report.Fail(3, EACCES); });
   ASSERT_TRUE(run) << run.error().Render();
   ASSERT_TRUE(run->failure);
   EXPECT_EQ(run->failure->step, 3U);

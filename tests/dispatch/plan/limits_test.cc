@@ -11,20 +11,6 @@
 namespace sbx::dispatch {
 namespace {
 
-TEST(LimitsTest, ParsesSizes) {
-  EXPECT_EQ(*ParseByteSize("4096", "--x"), 4096U);
-  EXPECT_EQ(*ParseByteSize("64k", "--x"), 65536U);
-  EXPECT_EQ(*ParseByteSize("512M", "--x"), 512U * kMiB);
-  EXPECT_EQ(*ParseByteSize("2g", "--x"), 2U * kGiB);
-  EXPECT_EQ(*ParseByteSize("2GiB", "--x"), 2U * kGiB);
-  EXPECT_EQ(*ParseByteSize("1tb", "--x"), 1024U * kGiB);
-  for (const char* bad : {"", "g", "-1", "2x", "2gg", "1.5g", "99999999999999999999t"}) {
-    auto size = ParseByteSize(bad, "--memory");
-    ASSERT_FALSE(size) << bad;
-    EXPECT_NE(size.error().Render().find("--memory takes a size"), std::string::npos);
-  }
-}
-
 TEST(LimitsTest, DefaultsAndFlags) {
   auto defaults = ResolveLimits({});
   ASSERT_TRUE(defaults);
