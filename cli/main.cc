@@ -102,7 +102,7 @@ int Main(int argc, char** argv) {
   if (args[0] == "doctor") {
     return sbx::cli::RunDoctorCommand(std::span<const std::string>(args).subspan(1));
   }
-  const std::vector<std::string> commands = {"bwrap",   "run",    "ls",        "gc",
+  const std::vector<std::string> commands = {"bwrap",   "run",    "ls",        "gc",    "rm",
                                              "harvest", "doctor", "--version", "--help"};
   fmt::print(stderr, "ateam-sandbox: {}\n",
              sbx::base::UnknownNameMessage(args[0].starts_with("-") ? "option" : "command",
