@@ -35,7 +35,7 @@ int RunHarvestCommand(std::span<const std::string> args) {
   std::string output;
   app.add_option("workspace", workspace, "the workspace (a dispatch's clone)")->required();
   app.add_option("--base", base,
-                 "REV the agent started from: a branch, tag, HEAD~1 or commit id (the status "
+                 "where the agent started: a branch, tag, HEAD~1 or commit id (the status "
                  "document's base_commit); default: HEAD, so only uncommitted work");
   app.add_option("-o,--output", output, "the patch file to write")->required();
   if (auto done = ParseOptions(app, args, Fail)) return *done;
@@ -54,18 +54,23 @@ int RunHarvestCommand(std::span<const std::string> args) {
     if (::stat(workspace.c_str(), &st) != 0) return Fail("can't stat " + workspace);
     if (st.st_uid != 0) run_as = runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid};
   }
+  // The same sandboxes as a dispatch's harvest, compiled by the same function.
+  auto plan = dispatch::CompileHarvestPlan({.workspace = workspace, .run_as = run_as}, *host);
+  if (!plan) return Fail(plan.error().Render());
   if (base) {
-    auto commit = dispatch::ResolveCommit(workspace, *base, run_as);
+    auto read = dispatch::CompileRevisionRead({.workspace = workspace, .run_as = run_as}, *host);
+    if (!read) return Fail(read.error().Render());
+    auto commit = dispatch::ResolveCommit(*read, *base);
     if (!commit) return Fail(commit.error().Render());
     base = *commit;
   } else {
-    auto head = dispatch::ReadBaseCommit(workspace, run_as);
+    auto head = dispatch::ReadBaseCommit(*plan);
     if (!head) return Fail(head.error().Render());
     base = *head;
   }
   auto file = dispatch::PreparePatchFile("-o", output, workspace, workspace);
   if (!file) return Fail(file.error().Render());
-  if (auto st = dispatch::WritePatchFile(**file, workspace, *base, run_as); !st) {
+  if (auto st = dispatch::WritePatchFile(**file, *plan, *base); !st) {
     return Fail(st.error().Render());
   }
   return 0;

@@ -82,11 +82,11 @@ base::Status LeaseIdentity(ResolvedRequest* r, const std::string& id,
 // by the harvest sandbox under the stop signals: `*stopped` is one that stopped it). Needed
 // only with --patch.
 base::Status RecordBaseCommit(const ResolvedRequest& r, const GitGuard& guard,
-                              const std::string& workspace, int stop_fd, int* stopped,
+                              const HarvestPlan& harvest, int stop_fd, int* stopped,
                               DispatchResult* result) {
   HarvestBounds read{.stop_fd = stop_fd};
   auto base_commit = guard.clone_head() ? base::Result<std::string>(*guard.clone_head())
-                                        : ReadBaseCommit(workspace, r.run_as, &read);
+                                        : ReadBaseCommit(harvest, &read);
   *stopped = read.stopped_by;
   if (*stopped != 0) return {};
   if (!base_commit && r.request.patch) return base_commit.error();
@@ -197,15 +197,16 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (!lent) return lent.error();
   auto guard = GuardDispatchDirs(request, *dirs);
   if (!guard) return guard.error();
+  // --patch is checked with the other output files, before the host resources exist.
+  auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
+  if (!patch_file) return patch_file.error();
   HostResources held;
   if (auto st = held.Acquire(r, result->id, dirs->workspace); !st) return st;
   auto planned = CompileDispatchPlan(r, held.Facts(dirs->workspace, dirs->out, self_exe, &*guard));
   if (!planned) return planned.error();
   ReportPlan(*planned, result);
-  auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
-  if (!patch_file) return patch_file.error();
   int stop = 0;
-  if (auto st = RecordBaseCommit(r, *guard, dirs->workspace, signal_fd->get(), &stop, result); !st)
+  if (auto st = RecordBaseCommit(r, *guard, planned->harvest, signal_fd->get(), &stop, result); !st)
     return st;
   if (stop == 0) stop = TakeStopSignal(signal_fd->get());
   if (stop != 0) return StoppedBeforeStart(stop, result);
@@ -230,7 +231,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   if (tty) hang_up = [&tty] { tty->HangUp(); };
   LoopOutcome outcome = ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up);
   if (tty) tty->Finish();
-  Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, signal_fd->get(),
+  Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, *planned, signal_fd->get(),
          &*patch_file, result);
   return {};
 }

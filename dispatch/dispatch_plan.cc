@@ -73,6 +73,12 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
   // The caller's terminal is never the sandbox's console.
   if (facts.tty) plan->stdout_tty.reset();
   planned.plan = std::move(*plan);
+  auto harvest = CompileHarvestPlan({.workspace = facts.workspace,
+                                     .run_as = r.run_as,
+                                     .patch_cgroup_procs_fds = facts.cgroup_procs_fds},
+                                    r.host);
+  if (!harvest) return harvest.error();
+  planned.harvest = std::move(*harvest);
   return planned;
 }
 

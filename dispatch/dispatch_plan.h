@@ -1,12 +1,13 @@
 // CompileDispatchPlan: the whole dispatch as data, from the resolved request and the facts
-// of the host it runs on. Pure: it reads nothing and creates nothing, so the dry run prints
-// it as is and the unit tests compile it from injected facts.
+// of the host it runs on: the sandbox's plan and the harvest's. Pure: it reads nothing and creates
+// nothing, so the dry run prints it as is and the unit tests compile it from injected facts.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "dispatch/plan/harvest_plan.h"
 #include "dispatch/plan/layout.h"
 #include "dispatch/plan/limits.h"
 #include "dispatch/request/result.h"
@@ -44,6 +45,7 @@ struct DispatchPlan {
   LimitsReport limits;
   std::vector<DispatchRoute> routes;
   std::string limits_json;  // the status document's "limits"
+  HarvestPlan harvest;      // git's sandboxes that read the workspace (--patch)
 };
 
 base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const PlanFacts& facts);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -9,11 +11,19 @@
 #include "dispatch/git/harvest.h"
 #include "dispatch/host/cgroup.h"
 #include "dispatch/host/start_report.h"
-#include "dispatch/plan/layout.h"
 #include "dispatch/sys/stop_signals.h"
 
 namespace sbx::dispatch {
 namespace {
+
+// The value of PATH in an environment ("" without one).
+std::string PathOf(const std::vector<std::string>& env) {
+  std::string path;
+  for (const std::string& entry : env) {
+    if (entry.starts_with("PATH=")) path = entry.substr(5);
+  }
+  return path;
+}
 
 // After the sandbox: an agent the OOM killer ended in the dispatch's cgroup is reported as
 // such. The cgroup stays for the harvest.
@@ -48,24 +58,12 @@ void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult
 
 // The supervisor could not start the command (dispatch/host/start_report.h): the exit code
 // a shell would give, the reason, and the line that says what would make it work.
+// `sandbox_env`: the environment the plan gave the agent.
 void RecordStartFailure(const ResolvedRequest& r, int err, const std::string& workspace,
-                        DispatchResult* result) {
+                        const std::vector<std::string>& sandbox_env, DispatchResult* result) {
   if (result->reason != DispatchReason::kExited) return;  // a timeout or a signal came first
-  DispatchHostPaths paths;
-  paths.host_env = r.host_env;
-  paths.agent_bin_dir = r.agent.bin_dir;
-  std::string sandbox_path;
-  if (auto env = BuildSandboxEnvironment(r.request, paths)) {
-    for (const std::string& entry : *env) {
-      if (entry.starts_with("PATH=")) sandbox_path = entry.substr(5);
-    }
-  }
-  std::string host_path;
-  for (const std::string& entry : r.host_env) {
-    if (entry.starts_with("PATH=")) host_path = entry.substr(5);
-  }
-  const StartFailure failure =
-      DescribeStartFailure(err, r.request.command.front(), workspace, sandbox_path, host_path);
+  const StartFailure failure = DescribeStartFailure(err, r.request.command.front(), workspace,
+                                                    PathOf(sandbox_env), PathOf(r.host_env));
   result->exit_code = failure.exit_code;
   result->reason =
       failure.missing ? DispatchReason::kCommandNotFound : DispatchReason::kCommandNotExecutable;
@@ -94,21 +92,23 @@ void NoteLandlockNetwork(bool supervisor_ran, DispatchResult* result) {
 
 // Finish: the sandbox reaped and its end recorded, then what the agent left in the git
 // metadata undone before the harvest reads the workspace, then the cgroup gone.
-// The harvest reads `workspace` into `patch_file`, when there is one, inside the
-// dispatch's cgroup and under its deadline and stop signals (`stop_fd`).
+// The harvest (its plan compiled with the dispatch's, inside the dispatch's cgroup) reads
+// the workspace into `patch_file`, when there is one, under the deadline and stop signals
+// (`stop_fd`).
 void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::SandboxProcess* sandbox,
-            HostResources* held, GitGuard* guard, const std::string& workspace, int stop_fd,
-            std::optional<base::OutputFile>* patch_file, DispatchResult* result) {
+            HostResources* held, GitGuard* guard, const std::string& workspace,
+            const DispatchPlan& planned, int stop_fd, std::optional<base::OutputFile>* patch_file,
+            DispatchResult* result) {
   RecordExit(sandbox->Reap(), outcome, result);
-  if (auto err = held->report->exec_errno()) RecordStartFailure(r, *err, workspace, result);
+  if (auto err = held->report->exec_errno())
+    RecordStartFailure(r, *err, workspace, planned.plan.env, result);
   NoteLandlockNetwork(held->report->supervisor_reached(), result);
   if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();
   if (*patch_file) {
     HarvestBounds bounds{.stop_fd = stop_fd};
-    if (held->cgroup) bounds.cgroup_procs_fds = held->cgroup->ProcsFds();
-    auto st = WritePatchFile(**patch_file, workspace, result->base_commit, r.run_as, &bounds);
+    auto st = WritePatchFile(**patch_file, planned.harvest, result->base_commit, &bounds);
     if (!st) RecordHarvestFailure(st.error().Render(), bounds.stopped_by, result);
   }
   if (held->cgroup) held->cgroup->Remove();

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +12,7 @@
 #include "base/exit_status.h"
 #include "base/syscalls.h"
 #include "base/unique_fd.h"
+#include "dispatch/git/git_child_env.h"
 #include "dispatch/sys/run_as_child.h"
 
 namespace sbx::dispatch {
@@ -21,48 +21,12 @@ namespace {
 constexpr size_t kOutputLimit = 1 << 20;
 constexpr size_t kErrorsLimit = 1 << 16;
 
-std::string Quote(const std::string& value) {
-  std::string out = "\"";
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-// Global configuration as a memfd: inherited by every git process of the step and a
-// file nobody else can replace (reached as /proc/self/fd/N).
-int ConfigMemfd(const HostGitOptions& options) {
-  int fd = ::memfd_create("ateam-git-config", 0);
-  if (fd < 0) return -1;
-  std::string text = "[safe]\n";
-  for (const auto& dir : options.safe_directories) {
-    if (dir.find('\n') == std::string::npos) text += fmt::format("\tdirectory = {}\n", Quote(dir));
-  }
-  text +=
-      "[core]\n\thooksPath = /dev/null\n\tfsmonitor = false\n"
-      "[protocol]\n\tallow = never\n[protocol \"file\"]\n\tallow = always\n";
-  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return -1;
-  return fd;
-}
-
 [[noreturn]] void GitChild(int dir_fd, const std::vector<std::string>& args,
                            const HostGitOptions& options, int out_fd, int err_fd,
                            const base::ChildReport& report) {
   if (::fchdir(dir_fd) != 0) FailGitStep(report, GitChildStep::kEnter, errno);
-  int config = ConfigMemfd(options);
-  if (config < 0) FailGitStep(report, GitChildStep::kConfigure, errno);
-  ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-  ::setenv("GIT_CONFIG_GLOBAL", fmt::format("/proc/self/fd/{}", config).c_str(), 1);
-  ::setenv("GIT_TERMINAL_PROMPT", "0", 1);
-  ::setenv("GIT_PAGER", "cat", 1);
-  for (const char* name :
-       {"GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-        "GIT_TEMPLATE_DIR", "GIT_EXEC_PATH", "GIT_INDEX_FILE", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR", "GIT_EXTERNAL_DIFF", "GIT_SSH", "GIT_SSH_COMMAND",
-        "GIT_ASKPASS", "GIT_PROXY_COMMAND"}) {
-    ::unsetenv(name);
-  }
+  const int err = PrepareGitChild({.safe_directories = options.safe_directories, .offline = true});
+  if (err != 0) FailGitStep(report, GitChildStep::kConfigure, err);
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);
   int in_fd = options.stdin_fd >= 0 ? options.stdin_fd : ::open("/dev/null", O_RDONLY);

@@ -1,7 +1,6 @@
 #include "dispatch/git/workspace.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +18,7 @@
 #include "base/safe_path.h"
 #include "base/syscalls.h"
 #include "dispatch/git/clone_checkout.h"
+#include "dispatch/git/git_child_env.h"
 #include "dispatch/git/host_git.h"
 #include "dispatch/sys/caller_stderr.h"
 #include "dispatch/sys/run_as_child.h"
@@ -42,39 +42,21 @@ std::string Absolute(const std::string& path) {
   return fmt::format("{}/{}", cwd, path);
 }
 
-// A value in git's config syntax: quoted, with '\' and '"' escaped.
-std::string GitQuote(const std::string& value) {
-  std::string out = "\"";
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    out += c;
+// The clone's safe directories: exactly the source (its work tree and its .git), so git's
+// own ownership check still protects everything else. They have to be global
+// configuration because git drops GIT_CONFIG_COUNT/PARAMETERS for the upload-pack it runs
+// in the source repository.
+std::vector<std::string> CloneSafeDirectories(const std::string& source, bool local) {
+  if (!local) return {};
+  char real[PATH_MAX];
+  std::string path = ::realpath(source.c_str(), real) != nullptr ? real : source;
+  std::vector<std::string> dirs = {path, path + "/.git"};
+  // A linked worktree's git directories are elsewhere: git checks those too.
+  if (auto found = FindSourceGitDirs(path)) {
+    dirs.push_back(found->git_dir);
+    dirs.push_back(found->common_dir);
   }
-  return out + "\"";
-}
-
-// The clone's only configuration. safe.directory names exactly the source (its work tree
-// and its .git), so git's own ownership check still protects everything else; it has to be
-// global configuration because git drops GIT_CONFIG_COUNT/PARAMETERS for the upload-pack it
-// runs in the source repository. A memfd, reached as /proc/self/fd/N by every git process
-// of the clone (it is inherited), is a file nobody else can replace.
-int WriteGitConfig(const std::string& source, bool local) {
-  int fd = ::memfd_create("ateam-git-config", 0);
-  if (fd < 0) return -1;
-  std::string text = "[safe]\n";
-  if (local) {
-    char real[PATH_MAX];
-    std::string path = ::realpath(source.c_str(), real) != nullptr ? real : source;
-    text += fmt::format("\tdirectory = {}\n\tdirectory = {}\n", GitQuote(path),
-                        GitQuote(path + "/.git"));
-    // A linked worktree's git directories are elsewhere: git checks those too.
-    if (auto dirs = FindSourceGitDirs(path)) {
-      for (const auto& dir : {dirs->git_dir, dirs->common_dir}) {
-        text += fmt::format("\tdirectory = {}\n", GitQuote(dir));
-      }
-    }
-  }
-  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) return -1;
-  return fd;
+  return dirs;
 }
 
 // A .git (directory, or a linked worktree's file) or a bare repository's HEAD and
@@ -105,15 +87,8 @@ bool LooksLikeLocalRepository(const std::string& dir) {
       FailGitStep(report, GitChildStep::kNotARepository, 0);
     }
   }
-  int config = WriteGitConfig(source, local);
-  if (config < 0) FailGitStep(report, GitChildStep::kConfigure, errno);
-  ::setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-  ::setenv("GIT_CONFIG_GLOBAL", fmt::format("/proc/self/fd/{}", config).c_str(), 1);
-  ::setenv("GIT_TERMINAL_PROMPT", "0", 1);
-  for (const char* name : {"GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
-                           "GIT_CONFIG_COUNT", "GIT_TEMPLATE_DIR", "GIT_EXEC_PATH"}) {
-    ::unsetenv(name);
-  }
+  const int err = PrepareGitChild({.safe_directories = CloneSafeDirectories(source, local)});
+  if (err != 0) FailGitStep(report, GitChildStep::kConfigure, err);
   // Progress is a notice: shown at a terminal, unless -q.
   bool tty = ::isatty(STDERR_FILENO) == 1 && !NoticesQuiet();
   if (stderr_pipe >= 0) ::dup2(stderr_pipe, STDERR_FILENO);

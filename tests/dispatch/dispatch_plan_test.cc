@@ -1,8 +1,9 @@
 // Golden dispatch plans: CompileDispatchPlan from injected host facts (root and
 // unprivileged callers; with and without routes, a terminal, limits, credentials) printed
 // whole: the sandbox's plan with the supervisor's command line, its environment, the
-// routes, Landlock and the limits. Each golden is a file in tests/dispatch/golden/; a
-// changed plan fails here. SBX_UPDATE_GOLDENS=1 rewrites them, to be reviewed as a diff.
+// routes, Landlock and the limits, then the harvest's two sandboxes. Each golden is a file in
+// tests/dispatch/golden/; a changed plan fails here. SBX_UPDATE_GOLDENS=1 rewrites them, to be
+// reviewed as a diff.
 #include "dispatch/dispatch_plan.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,6 +28,11 @@ std::string GoldenPath(const std::string& name) {
   return std::string(SBX_DISPATCH_GOLDEN_DIR) + "/" + name + ".txt";
 }
 
+// The harvest's two sandboxes, by name.
+std::vector<std::pair<std::string, const runtime::Plan*>> HarvestRuns(const DispatchPlan& p) {
+  return {{"base read", &p.harvest.base_read}, {"patch", &p.harvest.patch}};
+}
+
 std::string Render(const DispatchPlan& p) {
   std::string out = runtime::PrintPlan(p.plan);
   for (const std::string& entry : p.plan.env) out += "env: " + entry + "\n";
@@ -36,11 +44,17 @@ std::string Render(const DispatchPlan& p) {
   for (const std::string& line : p.limits.enforced) out += "limit: " + line + "\n";
   for (const std::string& line : p.limits.not_enforced) out += "limit not enforced: " + line + "\n";
   out += "limits json: " + p.limits_json + "\n";
+  for (const auto& [name, plan] : HarvestRuns(p)) {
+    // The script is the same in every plan: its text is the harvest_scripts golden's.
+    runtime::Plan shown = *plan;
+    if (shown.argv.size() > 2) shown.argv[2] = fmt::format("<the {} script>", name);
+    out += fmt::format("harvest {}:\n", name) + runtime::PrintPlan(shown);
+    for (const std::string& entry : plan->env) out += "env: " + entry + "\n";
+  }
   return out;
 }
 
-void ExpectGolden(const std::string& name, const DispatchPlan& plan) {
-  const std::string text = Render(plan);
+void ExpectGoldenText(const std::string& name, const std::string& text) {
   const char* update = std::getenv("SBX_UPDATE_GOLDENS");  // NOLINT(concurrency-mt-unsafe)
   if (update != nullptr && std::string(update) == "1") {
     std::ofstream(GoldenPath(name)) << text;
@@ -51,6 +65,10 @@ void ExpectGolden(const std::string& name, const DispatchPlan& plan) {
   std::stringstream golden;
   golden << in.rdbuf();
   EXPECT_EQ(text, golden.str()) << "the plan of " << name << " changed";
+}
+
+void ExpectGolden(const std::string& name, const DispatchPlan& plan) {
+  ExpectGoldenText(name, Render(plan));
 }
 
 // A resolved request as Resolve would leave it, from fixed facts instead of the host's.
@@ -147,6 +165,19 @@ TEST(DispatchPlanGoldenTest, RootBwrapBackend) {
   request.backend = DispatchBackend::kBwrap;
   request.tty = TtyMode::kOff;
   ExpectGolden("root_bwrap", Compiled(true, request));
+}
+
+// The harvest's scripts, as git's sandboxes run them (the same in every plan).
+TEST(DispatchPlanGoldenTest, HarvestScripts) {
+  const DispatchPlan plan = Compiled(false, Minimal());
+  std::string text;
+  for (const auto& [name, run] : HarvestRuns(plan)) {
+    ASSERT_GT(run->argv.size(), 2U);
+    text += fmt::format("harvest {} script:\n{}\nits arguments:", name, run->argv[2]);
+    for (size_t i = 3; i < run->argv.size(); ++i) text += " " + run->argv[i];
+    text += "\n";
+  }
+  ExpectGoldenText("harvest_scripts", text);
 }
 
 // The plan is a function of its inputs: compiled twice, it is the same.
