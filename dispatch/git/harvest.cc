@@ -208,7 +208,7 @@ base::Result<std::string> ResolveCommit(const runtime::Plan& revision_read,
         "with '-')",
         kMaxRevisionLength));
   }
-  auto output = RunForLine(revision_read, rev + "\n", nullptr);
+  auto output = RunForLine(revision_read, rev, nullptr);
   if (!output) return output.error();
   if (output->code == kHarvestNoSuchCommitExit) {
     return base::Error::Message(fmt::format("--base {}: names no commit in the workspace", rev));

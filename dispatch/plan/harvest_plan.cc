@@ -94,10 +94,10 @@ constexpr const char* kBaseScript = R"sh(
 g rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null || :
 )sh";
 
-// The revision on stdin, checked by the caller not to start with '-' (no option).
+// $base: the revision, from stdin (the prelude reads it), checked by the caller not to
+// start with '-' (no option).
 constexpr const char* kRevisionScript = R"sh(
-IFS= read -r rev || :
-g rev-parse -q --verify "$rev^{commit}" 2>/dev/null || exit 87
+g rev-parse -q --verify "$base^{commit}" 2>/dev/null || exit 87
 )sh";
 
 // The harvest sandbox for `script` with /bin/sh, within the harvest's bounds.
