@@ -291,11 +291,12 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
   if (!parent_fd) return base::ErrnoError(flag, path);
   GivenDir dir;
   base::UniqueFd fd(::openat(parent_fd.get(), name.c_str(), kGivenDirFlags));
+  std::optional<RunAsIds> made_by;  // set when this call made it: who removes it again
   if (!fd && errno == ENOENT && create) {
     auto made = MakeGivenDir(flag, path, parent_fd.get(), name, ids);
     if (!made) return made.error();
     fd = std::move(made->fd);
-    dir.made_ = MadeHere{std::move(parent_fd), name, made->remover};
+    made_by = made->remover;
   }
   if (!fd) {
     struct stat link {};
@@ -311,6 +312,7 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
   if (opened) {
     if (auto st = opened(fd.get()); !st) return st.error();
   }
+  if (made_by) dir.made_ = MadeHere{std::move(parent_fd), name, *made_by};
   dir.path_ = real_parent == "/" ? "/" + name : real_parent + "/" + name;
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return base::ErrnoError(flag, path);
