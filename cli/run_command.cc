@@ -19,6 +19,7 @@
 #include "dispatch/plan/limits.h"
 #include "dispatch/record/status_file.h"
 #include "dispatch/request/human_units.h"
+#include "dispatch/request/labels.h"
 #include "dispatch/sys/caller_stderr.h"
 #include "dispatch/sys/subordinate_env.h"
 
@@ -43,6 +44,7 @@ struct RunFlagTexts {
   bool no_tty = false;
   bool quiet = false;
   std::string identity = "own";
+  std::vector<std::string> labels;
 };
 
 void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
@@ -101,11 +103,18 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
                "stop (as on SIGTERM) when the caller dies; by default run outlives its caller");
   app.add_option("--id-file", r.id_file,
                  "write the dispatch id here once its directory and record exist");
+  app.add_option("--label", t.labels,
+                 "kept in the status document and record, for ls/gc --label (repeatable)");
   app.add_option("--tmpfs-size", r.tmpfs_size,
                  "the size of the home and of /tmp, each (default 2G)");
   app.add_option("--memory", r.memory, "memory for the whole sandbox (default 8G)");
   app.add_option("--pids", t.pids, "at most N processes and threads (default 4096)");
   app.add_option("--cpus", t.cpus, "at most N CPUs of time, e.g. 2 or 0.5 (default: no limit)");
+  app.add_option("--disk", r.disk,
+                 "SIZE the agent may add to the host's disk, workspace and out dir together "
+                 "(default 16G)");
+  app.add_option("--inodes", r.inodes,
+                 "N files, directories and links it may add there (default 500000)");
   app.add_option("--limits", t.limits_mode,
                  "strict (default): refuse a limit this host cannot enforce; best-effort: run "
                  "without it, as the status document says")
@@ -147,6 +156,7 @@ base::Status ParseValueTexts(const RunFlagTexts& t, DispatchRequest* request) {
                                                              dispatch::kMaxPids));
     request->pids = static_cast<long long>(pids);
   }
+  SBX_ASSIGN_OR_RETURN(request->labels, dispatch::ParseLabels(t.labels));
   if (!t.cpus.empty()) {
     SBX_ASSIGN_OR_RETURN(request->cpus, dispatch::ParsePositiveNumber(t.cpus, "--cpus", kMaxCpus));
   }

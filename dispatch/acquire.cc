@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/host/orphan_cgroups.h"
 #include "dispatch/plan/agent_state.h"
 #include "dispatch/plan/broker_setup.h"
 #include "dispatch/plan/layout.h"
@@ -76,6 +77,9 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
                                                "/tmp", r.host.euid});
   if (!dir) return dir.error();
   state_dir.emplace(std::move(*dir));
+  // Before the cgroup: which dispatch the locked directory is, so that `gc` leaves this
+  // one's cgroup alone while it runs (dispatch/host/orphan_cgroups.h).
+  if (auto st = MarkStateDirDispatch(state_dir->path(), id); !st) return st;
   // Before the janitor, which removes it too after a SIGKILL of `run`.
   MakeCgroup(r, id, this);
   // A limit asked for that nothing enforces is refused (dispatch/plan/limit_check.h).

@@ -40,8 +40,8 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Removes the dispatch directory this run made unless told to keep it: a run that fails
-// before the agent started leaves nothing behind.
+// Removes the dispatch directory (and a missing --out) this run made unless told to keep
+// it: a run that fails before the agent started leaves nothing behind.
 class MadeDirCleanup {
  public:
   MadeDirCleanup(DispatchDirs* dirs, const std::optional<runtime::SandboxSpec::HostIds>& owner)
@@ -49,7 +49,9 @@ class MadeDirCleanup {
   MadeDirCleanup(const MadeDirCleanup&) = delete;
   MadeDirCleanup& operator=(const MadeDirCleanup&) = delete;
   ~MadeDirCleanup() {
-    if (keep_ || dirs_->made_dir.empty()) return;
+    if (keep_) return;
+    if (dirs_->given_out) dirs_->given_out->RemoveIfMade();  // a --out this run made
+    if (dirs_->made_dir.empty()) return;
     dirs_->given_workspace.reset();
     dirs_->given_out.reset();
     (void)RemoveDispatchDir(dirs_->root_fd.get(), dirs_->made_dir, owner_);
@@ -133,10 +135,12 @@ base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
 
 // The workspace's git guard, each --rw directory's git metadata guarded like a given
 // workspace's, and the output files checked to lie outside the dispatch's directories.
-base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const DispatchDirs& dirs) {
-  auto guard =
-      GitGuard::Prepare(dirs.workspace, !request.workspace,
-                        request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules);
+// Its walks end on a stop signal or the deadline on `stop_fd`, which is left there.
+base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const DispatchDirs& dirs,
+                                         int stop_fd) {
+  auto guard = GitGuard::Prepare(dirs.workspace, !request.workspace,
+                                 request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules,
+                                 stop_fd);
   if (!guard) return guard.error();
   if (!dirs.object_cache.empty()) guard->BorrowStore(dirs.object_cache);
   for (const std::string& path : request.rw_paths) {
@@ -194,7 +198,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // the caller when `lent` goes, after the sandbox and the harvest (identity/hand_back.h).
   auto lent = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
   if (!lent) return lent.error();
-  auto guard = GuardDispatchDirs(request, *dirs);
+  auto guard = GuardDispatchDirs(request, *dirs, signal_fd->get());
   if (!guard) return guard.error();
   // --patch is checked with the other output files, before the host resources exist.
   auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
@@ -207,7 +211,11 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   int stop = 0;
   if (auto st = RecordBaseCommit(r, *guard, planned->harvest, signal_fd->get(), &stop, result); !st)
     return st;
-  if (stop == 0) stop = TakeStopSignal(signal_fd->get());
+  if (stop == 0) {
+    auto st = WatchDispatchDisk(*dirs, r.run_as, r.limits, signal_fd->get(), &held.disk);
+    if (!st) return st;
+    stop = TakeStopSignal(signal_fd->get());
+  }
   if (stop != 0) return StoppedBeforeStart(stop, result);
   WarnUnwritablePlaces(request, *dirs, r.run_as);  // --rw, --workspace: said, never chowned
   AnnounceDispatch(result->id, dirs->workspace, dirs->out);
@@ -228,7 +236,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // Serve.
   std::function<void()> hang_up;
   if (tty) hang_up = [&tty] { tty->HangUp(); };
-  LoopOutcome outcome = ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up);
+  LoopOutcome outcome =
+      ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up, held.disk.get());
   if (tty) tty->Finish();
   Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, *planned, signal_fd->get(),
          &*patch_file, result);
@@ -242,6 +251,7 @@ DispatchResult RunDispatch(const DispatchRequest& request, const std::string& se
   auto start = Clock::now();
   result.id = NewDispatchId();
   result.backend = request.backend;
+  result.labels = request.labels;
   result.started_at = relay::FormatRfc3339Utc(std::chrono::system_clock::now());
   DispatchDirEnd dir_end;  // <root>/<id> after the run: its record, or --rm
   if (auto st = Dispatch(request, self_exe, &result, start, &dir_end); !st) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/request/labels.h"
+
 namespace sbx::dispatch {
 
 enum class AgentPreset { kNone, kClaude, kOpencode };
@@ -49,11 +51,14 @@ struct DispatchRequest {
   bool rm = false;                          // --rm: <root>/<id> removed at the end
   bool die_with_parent = false;             // --die-with-parent: `run` stops when its caller dies
   std::optional<std::string> id_file;       // --id-file FILE: the dispatch id, once known
+  std::vector<DispatchLabel> labels;        // --label KEY=VALUE (labels.h)
   std::optional<std::string>
       tmpfs_size;                     // --tmpfs-size: home and /tmp, each (dispatch/plan/limits.h)
   std::optional<std::string> memory;  // --memory
   std::optional<long long> pids;      // --pids
   std::optional<double> cpus;         // --cpus
+  std::optional<std::string> disk;    // --disk: what the agent may add to the host's disk
+  std::optional<std::string> inodes;  // --inodes: how many names it may add there
   bool allow_nested_userns = false;   // --allow-nested-userns
   bool limits_best_effort = false;    // --limits best-effort (dispatch/plan/limit_check.h)
   TtyMode tty = TtyMode::kOff;        // --tty / --no-tty; the command line's default is kAuto
