@@ -113,14 +113,13 @@ base::Status CheckSourceReadable(const std::string& repo) {
 
 base::Result<std::string> CheckSubordinateHostDirs(const DispatchRequest& request,
                                                    uid_t caller_uid) {
-  std::vector<std::string> places = {"/tmp"};
-  if (!request.workspace) {
-    places.push_back(request.workspace_root.value_or(SubordinateWorkspaceRoot(caller_uid)));
-  }
+  // The default dispatch root is walked even for --workspace: its parent holds the
+  // workspace locks and the object caches.
+  std::vector<std::string> places = {"/tmp", SubordinateWorkspaceRoot(caller_uid)};
   if (auto leases = SubordinateLeaseDir()) places.push_back(*leases);
-  for (const auto* option :
-       {&request.cache_root, &request.workspace, &request.out, &request.ledger, &request.patch,
-        &request.id_file, &request.status_json, &request.broker_ca}) {
+  for (const auto* option : {&request.workspace_root, &request.cache_root, &request.workspace,
+                             &request.out, &request.ledger, &request.patch, &request.id_file,
+                             &request.status_json, &request.broker_ca}) {
     if (*option) places.push_back(**option);
   }
   for (const std::string& credential : request.credentials) {

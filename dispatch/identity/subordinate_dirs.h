@@ -8,13 +8,13 @@
 // have it taken for root's and then rename or replace what run makes below it.
 //
 // So the outer run, which still has the caller's real ids and sees every owner as it is,
-// walks from / to each place the inner run will trust (the dispatch root, the lease
-// directory, /tmp of the relay's state directory, the object cache root, and every path
-// option that names a place written or read with trust) and checks each directory on the
-// way as safe_path.h checks an ancestor: root's or the caller's, and shared only when
-// sticky. Another user's directory is refused there, before anything is made. The host
-// root directories passed (and, when the outer run is itself in a namespace that does not
-// map host root, the overflow-owned ones safe_path.h took for root's) are listed by device
+// walks from / to each place the inner run will trust (the default dispatch root, whose
+// parent also holds the workspace locks and object caches, the lease directory, /tmp of the relay's
+// state directory, the object cache root, and every path option that names a place written or read
+// with trust) and checks each directory on the way as safe_path.h checks an ancestor: root's or the
+// caller's, and shared only when sticky. Another user's directory is refused there, before anything
+// is made. The host root directories passed (and, when the outer run is itself in a namespace that
+// does not map host root, the overflow-owned ones safe_path.h took for root's) are listed by device
 // and inode in kSubordinateRootDirsEnv, and
 // the inner run accepts an overflow-owned ancestor only when it is one of them
 // (base::RestrictOverflowAncestors): a directory made or swapped in by somebody else after
