@@ -3,9 +3,9 @@
 // with no workspace, no scratch and no git left, the cache as it was; the next cached
 // dispatch from the same source works and the cache stays fsck clean.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <chrono>
 #include <cstdlib>
@@ -43,7 +43,7 @@ class RunObjectCacheStopTest : public ::testing::Test {
     ASSERT_EQ(MakeOneCommitRepository(dir_.Sub("src")), 0);
   }
 
-  Args Options(const Args& extra) const {
+  [[nodiscard]] Args Options(const Args& extra) const {
     Args all = {"--workspace-root", dir_.Sub("dispatches"), "--cache-root",   dir_.Sub("caches"),
                 "--repo",           dir_.Sub("src"),        "--object-cache", "--no-default-allow",
                 "--status-json",    dir_.Sub("status.json")};
@@ -54,12 +54,14 @@ class RunObjectCacheStopTest : public ::testing::Test {
   static Args Agent() {
     return {"/bin/sh", "-c", "git log --oneline >/dev/null && echo agent-ran"};
   }
-  std::string SlowPath() const {
+  [[nodiscard]] std::string SlowPath() const {
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
     return "PATH=" + dir_.Sub("bin") + ":" + (path != nullptr ? path : "/usr/bin:/bin");
   }
-  bool FetchStarted() const { return ReadFile(dir_.Sub("marks/fetch")).has_value(); }
-  std::string Status() const { return ReadFile(dir_.Sub("status.json")).value_or(""); }
+  [[nodiscard]] bool FetchStarted() const { return ReadFile(dir_.Sub("marks/fetch")).has_value(); }
+  [[nodiscard]] std::string Status() const {
+    return ReadFile(dir_.Sub("status.json")).value_or("");
+  }
 
   // What a stopped run must leave: no dispatch directory, no git, no agent.
   void ExpectNothingLeft(const RunResult& res) {
