@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "cli/cache_listing.h"
 #include "cli/parse_options.h"
+#include "dispatch/host/orphan_cgroups.h"
 #include "dispatch/host/stale_state.h"
 #include "dispatch/record/list.h"
 #include "dispatch/request/human_units.h"
@@ -154,7 +155,23 @@ int RunGcCommand(std::span<const std::string> args) {
   }
   fmt::print("{} {} in {} dispatch{}\n", dry_run ? "would free" : "freed",
              dispatch::FormatSize(freed), removed, removed == 1 ? "" : "es");
-  // Then what no dispatch owns any more: state directories a lost janitor left.
+  // Then what no dispatch owns any more: cgroups and state directories a lost janitor left.
+  auto orphans = dispatch::RemoveOrphanCgroups(dry_run);
+  for (const auto& path : orphans.removed) {
+    fmt::print("{} orphaned cgroup {}\n", dry_run ? "would remove" : "removed",
+               dispatch::EscapeForTerminal(path));
+  }
+  if (orphans.kept_unsure > 0) {
+    fmt::print(
+        "kept {} dispatch cgroup{} no running dispatch names: a running dispatch's state "
+        "directory names none yet (a run starting, or of an older version); gc again "
+        "later\n",
+        orphans.kept_unsure, orphans.kept_unsure == 1 ? "" : "s");
+  }
+  for (const auto& line : orphans.failed) {
+    fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
+    failed = true;
+  }
   auto stale = dispatch::RemoveStaleState(dry_run);
   for (const auto& path : stale.removed) {
     fmt::print("{} stale state {}\n", dry_run ? "would remove" : "removed",

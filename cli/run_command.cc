@@ -14,10 +14,12 @@
 #include "cli/parse_options.h"
 #include "cli/run_args.h"
 #include "dispatch/dispatch.h"
+#include "dispatch/identity/subordinate.h"
 #include "dispatch/plan/limits.h"
 #include "dispatch/record/status_file.h"
 #include "dispatch/request/human_units.h"
 #include "dispatch/sys/caller_stderr.h"
+#include "dispatch/sys/subordinate_env.h"
 
 namespace sbx::cli {
 namespace {
@@ -39,6 +41,7 @@ struct RunFlagTexts {
   bool tty = false;
   bool no_tty = false;
   bool quiet = false;
+  std::string identity = "own";
 };
 
 void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
@@ -86,6 +89,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--landlock-allow", r.landlock_allow,
                  "leave out one Landlock part: fs, net or scope (repeatable)");
   app.add_option("--run-as", r.run_as, "root callers: the user the sandbox runs as");
+  app.add_option("--identity", t.identity,
+                 "unprivileged callers: own (default: the sandbox runs as you) or subuid (a "
+                 "subordinate uid of your /etc/subuid range per dispatch)")
+      ->check(CLI::IsMember({"own", "subuid"}));
   app.add_option("--patch", r.patch, "afterwards, write the agent's work here as one patch");
   app.add_flag("--rm", r.rm,
                "remove the dispatch directory at the end (a given --out or --workspace stays)");
@@ -98,6 +105,11 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--memory", r.memory, "memory for the whole sandbox (default 8G)");
   app.add_option("--pids", t.pids, "at most N processes and threads (default 4096)");
   app.add_option("--cpus", t.cpus, "at most N CPUs of time, e.g. 2 or 0.5 (default: no limit)");
+  app.add_option("--disk", r.disk,
+                 "SIZE the agent may add to the host's disk, workspace and out dir together "
+                 "(default 16G)");
+  app.add_option("--inodes", r.inodes,
+                 "N files, directories and links it may add there (default 500000)");
   app.add_option("--limits", t.limits_mode,
                  "strict (default): refuse a limit this host cannot enforce; best-effort: run "
                  "without it, as the status document says")
@@ -150,6 +162,27 @@ int Fail(const std::string& message) {
   return dispatch::kRuntimeFailureExit;
 }
 
+// --identity subuid: the same run again as uid 0 of a namespace that maps the caller's
+// subordinate ids (dispatch/identity/subordinate.h), which takes it from there; its exit
+// code, or nullopt when this run goes on itself (no subuid, or it is that run already).
+std::optional<int> RunWithSubordinateIdentity(const std::string& identity,
+                                              const DispatchRequest& request,
+                                              std::span<const std::string> args) {
+  if (identity != "subuid" || dispatch::InSubordinateNamespace()) return std::nullopt;
+  if (::geteuid() == 0) {
+    return Fail(
+        "--identity subuid is for unprivileged callers: a root caller's dispatches get host ids "
+        "of their own already");
+  }
+  if (request.run_as) return Fail("--identity subuid and --run-as do not go together");
+  auto ids = dispatch::ResolveCallerSubordinateIds();
+  if (!ids) return Fail(ids.error().Render());
+  std::fflush(stdout);
+  auto code = dispatch::RunInSubordinateNamespace(*ids, SelfExe(), args, request.die_with_parent);
+  if (!code) return Fail(code.error().Render());
+  return *code;
+}
+
 }  // namespace
 
 int RunRunCommand(std::span<const std::string> args) {
@@ -185,6 +218,7 @@ int RunRunCommand(std::span<const std::string> args) {
   request.tty = texts.tty      ? dispatch::TtyMode::kOn
                 : texts.no_tty ? dispatch::TtyMode::kOff
                                : dispatch::TtyMode::kAuto;
+  if (auto done = RunWithSubordinateIdentity(texts.identity, request, args)) return *done;
   // Checked before anything starts: a name that is not a regular file is refused now, not
   // written through after the agent ran.
   std::optional<dispatch::StatusFile> status_file;

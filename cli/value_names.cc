@@ -30,6 +30,7 @@ constexpr std::pair<std::string_view, std::string_view> kValueNames[] = {
     {"--seccomp-allow", "GROUP"},
     {"--landlock-allow", "fs|net|scope"},
     {"--run-as", "USER|UID[:GID]"},
+    {"--identity", "IDENTITY"},
     {"--patch", "FILE"},
     {"--id-file", "FILE"},
     {"--tmpfs-size", "SIZE"},

@@ -8,11 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/host/orphan_cgroups.h"
 #include "dispatch/plan/agent_state.h"
 #include "dispatch/plan/broker_setup.h"
 #include "dispatch/plan/layout.h"
 #include "dispatch/plan/limit_check.h"
 #include "dispatch/sys/caller_stderr.h"
+#include "dispatch/sys/subordinate_env.h"
 #include "dispatch/terminal/terminal.h"
 
 namespace sbx::dispatch {
@@ -66,13 +68,18 @@ base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string&
   // A root caller's state directory is its own, under /run (root's, so nobody can block
   // or prepare the name), 0711: the sandbox's uid reaches the sockets in it, whose owner
   // and mode (set through the directory's fd) decide who may connect.
+  // Under `run --identity subuid` /run is host root's: the caller's own base below /tmp.
   const char* xdg_runtime_dir = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
+  const char* root_base = InSubordinateNamespace() ? "/tmp" : "/run";
   auto dir = relay::StateDir::Create(
-      r.host.IsRoot() ? relay::StateDirOptions{"", "/run", r.host.euid, /*traversable=*/true}
+      r.host.IsRoot() ? relay::StateDirOptions{"", root_base, r.host.euid, /*traversable=*/true}
                       : relay::StateDirOptions{xdg_runtime_dir != nullptr ? xdg_runtime_dir : "",
                                                "/tmp", r.host.euid});
   if (!dir) return dir.error();
   state_dir.emplace(std::move(*dir));
+  // Before the cgroup: which dispatch the locked directory is, so that `gc` leaves this
+  // one's cgroup alone while it runs (dispatch/host/orphan_cgroups.h).
+  if (auto st = MarkStateDirDispatch(state_dir->path(), id); !st) return st;
   // Before the janitor, which removes it too after a SIGKILL of `run`.
   MakeCgroup(r, id, this);
   // A limit asked for that nothing enforces is refused (dispatch/plan/limit_check.h).

@@ -17,6 +17,7 @@
 #include "base/unique_fd.h"
 #include "dispatch/dispatch_plan.h"
 #include "dispatch/host/cgroup.h"
+#include "dispatch/host/disk_watch.h"
 #include "dispatch/host/sandbox_files.h"
 #include "dispatch/host/start_report.h"
 #include "dispatch/host/state_janitor.h"
@@ -43,6 +44,7 @@ struct HostResources {
   SandboxFiles files;               // the credentials' copies, the agent's state, /etc/resolv.conf
   std::unique_ptr<TtySession> tty;  // --tty: the agent on a terminal of the sandbox's own
   std::unique_ptr<StartReport> report;  // how a command that could not start is learnt
+  std::unique_ptr<DiskWatch> disk;      // --disk and --inodes (started before the agent)
   // Who the channels adopt: the supervisor, once it runs (relay/peer_check.h). The relays
   // and the terminal point at it: the struct is built in place and never moved.
   relay::PeerGate gate;

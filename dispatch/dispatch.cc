@@ -133,10 +133,12 @@ base::Status StoppedBeforeStart(int sig, DispatchResult* result) {
 
 // The workspace's git guard, each --rw directory's git metadata guarded like a given
 // workspace's, and the output files checked to lie outside the dispatch's directories.
-base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const DispatchDirs& dirs) {
-  auto guard =
-      GitGuard::Prepare(dirs.workspace, !request.workspace,
-                        request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules);
+// Its walks end on a stop signal or the deadline on `stop_fd`, which is left there.
+base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const DispatchDirs& dirs,
+                                         int stop_fd) {
+  auto guard = GitGuard::Prepare(dirs.workspace, !request.workspace,
+                                 request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules,
+                                 stop_fd);
   if (!guard) return guard.error();
   if (!dirs.object_cache.empty()) guard->BorrowStore(dirs.object_cache);
   for (const std::string& path : request.rw_paths) {
@@ -194,7 +196,7 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // the caller when `lent` goes, after the sandbox and the harvest (identity/hand_back.h).
   auto lent = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
   if (!lent) return lent.error();
-  auto guard = GuardDispatchDirs(request, *dirs);
+  auto guard = GuardDispatchDirs(request, *dirs, signal_fd->get());
   if (!guard) return guard.error();
   // --patch is checked with the other output files, before the host resources exist.
   auto patch_file = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
@@ -207,7 +209,11 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   int stop = 0;
   if (auto st = RecordBaseCommit(r, *guard, planned->harvest, signal_fd->get(), &stop, result); !st)
     return st;
-  if (stop == 0) stop = TakeStopSignal(signal_fd->get());
+  if (stop == 0) {
+    auto st = WatchDispatchDisk(*dirs, r.run_as, r.limits, signal_fd->get(), &held.disk);
+    if (!st) return st;
+    stop = TakeStopSignal(signal_fd->get());
+  }
   if (stop != 0) return StoppedBeforeStart(stop, result);
   WarnUnwritablePlaces(request, *dirs, r.run_as);  // --rw, --workspace: said, never chowned
   AnnounceDispatch(result->id, dirs->workspace, dirs->out);
@@ -228,7 +234,8 @@ base::Status Dispatch(const DispatchRequest& given, const std::string& self_exe,
   // Serve.
   std::function<void()> hang_up;
   if (tty) hang_up = [&tty] { tty->HangUp(); };
-  LoopOutcome outcome = ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up);
+  LoopOutcome outcome =
+      ServeUntilExit(*held.loop, **sandbox, signal_fd->get(), request, hang_up, held.disk.get());
   if (tty) tty->Finish();
   Finish(r, outcome, sandbox->get(), &held, &*guard, dirs->workspace, *planned, signal_fd->get(),
          &*patch_file, result);

@@ -35,13 +35,11 @@ void RecordOom(const DispatchCgroup& cgroup, uint64_t memory, DispatchResult* re
   }
 }
 
-// A --patch that could not be written fails the run: reason `harvest-failed`, exit 125,
-// unless the dispatch already ended otherwise (a timeout, an interrupt, the OOM killer),
-// whose reason and nonzero code stay; `patch_error` says why either way.
-// A harvest the deadline (SIGALRM) or a stop signal ended makes the dispatch `timeout` or
-// `interrupted`, as the same during the agent would have.
-void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult* result) {
-  result->patch_error = why;
+// A step after the agent that failed fails the run: reason `failed`, exit 125, unless the
+// dispatch already ended otherwise (a timeout, an interrupt, the OOM killer, the disk),
+// whose reason and nonzero code stay. A step the deadline (SIGALRM) or a stop signal ended
+// makes the dispatch `timeout` or `interrupted`, as the same during the agent would have.
+void RecordStepFailure(DispatchReason failed, int stopped_by, DispatchResult* result) {
   if (result->reason != DispatchReason::kExited && result->exit_code != 0) return;
   if (stopped_by == SIGALRM) {
     result->reason = DispatchReason::kTimeout;
@@ -51,9 +49,26 @@ void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult
     result->stop_signal = stopped_by;
     result->exit_code = base::kSignalExitBase + stopped_by;
   } else {
-    result->reason = DispatchReason::kHarvestFailed;
+    result->reason = failed;
     result->exit_code = kRuntimeFailureExit;
   }
+}
+
+// A --patch that could not be written: `harvest-failed`; `patch_error` says why either way.
+void RecordHarvestFailure(const std::string& why, int stopped_by, DispatchResult* result) {
+  result->patch_error = why;
+  RecordStepFailure(DispatchReason::kHarvestFailed, stopped_by, result);
+}
+
+// Fail closed: git metadata the guard's check did not look at may run commands in git on
+// the host, so the workspace is tainted and no --patch (`wants_patch`) is harvested from it:
+// `git-guard-incomplete`, or `timeout`/`interrupted` when that is what cut the check short.
+void RecordUncheckedWorkspace(const std::string& why, int stop_fd, bool wants_patch,
+                              DispatchResult* result) {
+  result->workspace_tainted = true;
+  result->workspace_taint.push_back(why + "; don't run git in it before looking");
+  if (wants_patch) result->patch_error = "not written: " + why;
+  RecordStepFailure(DispatchReason::kGitGuardIncomplete, TakeStopSignal(stop_fd), result);
 }
 
 // The supervisor could not start the command (dispatch/host/start_report.h): the exit code
@@ -100,13 +115,17 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
             const DispatchPlan& planned, int stop_fd, std::optional<base::OutputFile>* patch_file,
             DispatchResult* result) {
   RecordExit(sandbox->Reap(), outcome, result);
+  RecordDiskEnd(held->disk.get(), stop_fd, result);
   if (auto err = held->report->exec_errno())
     RecordStartFailure(r, *err, workspace, planned.plan.env, result);
   NoteLandlockNetwork(held->report->supervisor_reached(), result);
   if (held->cgroup) RecordOom(*held->cgroup, r.limits.memory, result);
   result->workspace_taint = guard->CheckAndRestore();
   result->workspace_tainted = !result->workspace_taint.empty();
-  if (*patch_file) {
+  if (!guard->unchecked().empty()) {
+    RecordUncheckedWorkspace(guard->unchecked(), stop_fd, patch_file->has_value(), result);
+  }
+  if (*patch_file && guard->unchecked().empty()) {
     HarvestBounds bounds{.stop_fd = stop_fd};
     auto st = WritePatchFile(**patch_file, planned.harvest, result->base_commit, &bounds);
     if (!st) RecordHarvestFailure(st.error().Render(), bounds.stopped_by, result);

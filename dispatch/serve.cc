@@ -15,10 +15,26 @@ using Clock = std::chrono::steady_clock;
 
 LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess& sandbox,
                            int signal_fd, const DispatchRequest& request,
-                           const std::function<void()>& hang_up) {
+                           const std::function<void()>& hang_up, DiskWatch* disk) {
   LoopOutcome outcome;
   int interrupts = 0;
   (void)loop.WatchCallback(sandbox.pidfd(), EPOLLIN, [&](uint32_t) { loop.Stop(); });
+  auto kill_after_grace = [&] {
+    loop.AddTimer(std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(request.grace_seconds)),
+                  [&] {
+                    outcome.killed = true;
+                    sandbox.Signal(SIGKILL);
+                  });
+  };
+  if (disk != nullptr) {
+    (void)disk->Attach(loop, [&] {
+      if (outcome.disk || outcome.timed_out) return;
+      outcome.disk = true;
+      sandbox.Signal(SIGTERM);
+      kill_after_grace();
+    });
+  }
   (void)loop.WatchCallback(signal_fd, EPOLLIN, [&](uint32_t) {
     const int sig = TakeStopSignal(signal_fd);
     if (sig == 0) return;
@@ -38,18 +54,14 @@ LoopOutcome ServeUntilExit(relay::EventLoop& loop, const runtime::SandboxProcess
         outcome.passed_on = sig == SIGHUP ? SIGTERM : sig;
         sandbox.Signal(outcome.passed_on);
       }
-      loop.AddTimer(std::chrono::duration_cast<Clock::duration>(
-                        std::chrono::duration<double>(request.grace_seconds)),
-                    [&] {
-                      outcome.killed = true;
-                      sandbox.Signal(SIGKILL);
-                    });
+      kill_after_grace();
     } else {
       outcome.killed = true;
       sandbox.Signal(SIGKILL);
     }
   });
   (void)loop.Run();
+  if (disk != nullptr) disk->Detach();  // its callback points at `outcome`
   return outcome;
 }
 
@@ -66,6 +78,9 @@ void RecordExit(const siginfo_t& info, const LoopOutcome& loop, DispatchResult* 
   if (loop.timed_out) {
     result->reason = DispatchReason::kTimeout;
     result->exit_code = kTimeoutExit;
+  } else if (loop.disk) {
+    result->reason = DispatchReason::kDisk;
+    result->exit_code = kDiskExit;
   } else if (loop.stop_signal != 0) {
     result->reason = DispatchReason::kInterrupted;
     if (ended_by_stop) {

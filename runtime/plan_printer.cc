@@ -26,6 +26,8 @@ std::string RlimitName(int resource) {
       return "nofile";
     case RLIMIT_CORE:
       return "core";
+    case RLIMIT_FSIZE:
+      return "fsize";
     default:
       return fmt::format("rlimit {}", resource);
   }

@@ -59,10 +59,7 @@ check_backend() {
 }
 
 ensure_user() {
-  if ! id "$ci_user" >/dev/null 2>&1; then
-    echo "run_matrix: creating unprivileged user $ci_user"
-    useradd --create-home --shell /bin/bash "$ci_user"
-  fi
+  "$repo/scripts/ci-user.sh" "$ci_user"
 }
 
 # Copies what the unprivileged user needs into a fresh world-readable directory and writes

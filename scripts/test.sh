@@ -225,7 +225,7 @@ step "AppArmor profile (scripts/check-apparmor.sh)" scripts/check-apparmor.sh
 step "build (build/)" build_main
 
 # Made once here: the unit and matrix tiers of two tracks would both create it.
-id sbx-ci >/dev/null 2>&1 || useradd --create-home --shell /bin/bash sbx-ci
+scripts/ci-user.sh sbx-ci
 SBX_AGENTS_DIR=${SBX_AGENTS_DIR:-$(scripts/install-agents.sh --default-dir)}
 export SBX_AGENTS_DIR
 step "side by side: tracks $(printf '%s\n' "${plan[@]}" | cut -d$'\x1f' -f1 | uniq | tr '\n' ' ')" run_tracks

@@ -36,9 +36,11 @@ base::Status ResetClonedGitDir(int gitfd, const std::string& config) {
 
 base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fresh_clone,
                                          const std::string& origin_url,
-                                         const std::vector<ClonedSubmodule>& submodules) {
+                                         const std::vector<ClonedSubmodule>& submodules,
+                                         int stop_fd) {
   GitGuard guard;
   guard.workspace_ = workspace;
+  guard.stop_fd_ = stop_fd;
   guard.workspace_fd_.reset(
       ::open(workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!guard.workspace_fd_) return base::ErrnoError("Can't open the workspace", workspace);
@@ -48,7 +50,7 @@ base::Result<GitGuard> GitGuard::Prepare(const std::string& workspace, bool fres
 }
 
 base::Status GitGuard::GuardAlso(const std::string& dir) {
-  auto other = Prepare(dir, false, "", {});
+  auto other = Prepare(dir, false, "", {}, stop_fd_);
   if (!other) return other.error();
   also_.push_back(std::move(*other));
   return {};
@@ -165,8 +167,18 @@ base::Status GitGuard::PrepareGiven() {
   // A bare repository that is there before the run is the user's: guarded like a .git
   // (config and hooks read-only inside, checked after), never renamed.
   cb.bare_layout = [&](int dirfd, const std::string& rel) { record(dirfd, rel); };
-  WalkGitMetadata(ws, "", top.st_dev, 0, cb);
+  WalkBudget budget{.stop_fd = stop_fd_};
+  WalkGitMetadata(ws, "", top.st_dev, 0, cb, &budget);
   if (failed) return *failed;
+  // Fail closed: git metadata the walk could not reach would go unguarded. A stop signal
+  // is the caller's to act on (nothing starts); a nested repository too deep to reach is
+  // reported by the check after the agent.
+  if (budget.ended == WalkBudget::End::kTooMany) {
+    return base::Error::Message(fmt::format(
+        "--workspace {}: {}, so its git metadata can't be guarded; give a smaller tree or "
+        "--repo for a fresh clone",
+        workspace_, budget.Unfinished()));
+  }
   return {};
 }
 
@@ -192,8 +204,9 @@ void GitGuard::AddBinds(runtime::SandboxSpec& spec) const {
   }
 }
 
-std::vector<std::string> GitGuard::CheckAndRestore() const {
+std::vector<std::string> GitGuard::CheckAndRestore() {
   std::vector<std::string> report;
+  unchecked_.clear();
   int ws = workspace_fd_.get();
   TaintCheck check{guarded_, pointers_, report, nullptr, kPlainGitConfig, std::nullopt};
   for (const auto& dir : guarded_) {
@@ -216,13 +229,19 @@ std::vector<std::string> GitGuard::CheckAndRestore() const {
   cb.too_deep = [&](const std::string& rel) {
     report.push_back(fmt::format("{}: deeper than {} levels, not checked", rel, kMaxGitWalkDepth));
   };
-  WalkGitMetadata(ws, "", top.st_dev, 0, cb);
+  WalkBudget budget{.stop_fd = stop_fd_};
+  WalkGitMetadata(ws, "", top.st_dev, 0, cb, &budget);
   check.MoveTopBack(ws);
+  if (budget.ended != WalkBudget::End::kDone) {
+    unchecked_ = fmt::format("the git metadata check of {} did not finish: {}", workspace_,
+                             budget.Unfinished());
+  }
   // A --rw directory's lines name it.
-  for (const auto& other : also_) {
+  for (auto& other : also_) {
     for (const auto& line : other.CheckAndRestore()) {
       report.push_back(fmt::format("{}: {}", other.workspace_, line));
     }
+    if (unchecked_.empty()) unchecked_ = other.unchecked_;
   }
   // The lines name the agent's files and end up on the caller's terminal: no control
   // characters (escape sequences) in them.

@@ -13,7 +13,10 @@
 //
 // Host side. Everything after Prepare() works through directory fds opened with
 // O_NOFOLLOW: the workspace belongs to the agent, and a root caller must not follow its
-// symlinks.
+// symlinks. Both walks are bounded (git_walk.h WalkBudget): they end on a stop signal or
+// the dispatch's deadline, and list at most kMaxGitWalkEntries names. A given workspace
+// with more is refused; a check after the agent that could not look at everything is
+// said (unchecked()), and the dispatch fails closed on it.
 #pragma once
 
 #include <optional>
@@ -36,9 +39,12 @@ class GitGuard {
   // Otherwise (--workspace) the git metadata is recorded as it is.
   // `submodules`: those the host cloned into the fresh clone (clone_submodules.h), each
   // guarded like the main .git.
+  // `stop_fd`: the stop signals' signalfd (-1: none), which ends the walks (a signal that
+  // ended Prepare's walk is left there: the caller takes it and starts nothing).
   static base::Result<GitGuard> Prepare(const std::string& workspace, bool fresh_clone,
                                         const std::string& origin_url,
-                                        const std::vector<ClonedSubmodule>& submodules = {});
+                                        const std::vector<ClonedSubmodule>& submodules = {},
+                                        int stop_fd = -1);
 
   // One more directory the agent can write (a --rw directory), guarded like a given
   // workspace: its binds come after the workspace's, its findings are named by its path.
@@ -57,7 +63,10 @@ class GitGuard {
   // (empty when nothing), every change undone. Never throws away the agent's files
   // wholesale: a foreign `.git` file is renamed to `.git.ateam-disabled`, a foreign git
   // directory gets a plain config and no hooks.
-  [[nodiscard]] std::vector<std::string> CheckAndRestore() const;
+  [[nodiscard]] std::vector<std::string> CheckAndRestore();
+  // Why the last CheckAndRestore did not look at everything, one line ("" when it did):
+  // what it did not see may still run commands in git on the host.
+  [[nodiscard]] const std::string& unchecked() const { return unchecked_; }
 
   [[nodiscard]] const std::vector<GuardedGitDir>& guarded() const { return guarded_; }
   // A fresh clone's HEAD commit, read from the refs git just wrote (nullopt otherwise:
@@ -72,6 +81,8 @@ class GitGuard {
   std::optional<std::string> clone_head_;
   std::vector<GitGuard> also_;  // GuardAlso's
   std::vector<std::string> borrowed_;
+  int stop_fd_ = -1;
+  std::string unchecked_;
 
   base::Status PrepareClone(const std::string& origin_url,
                             const std::vector<ClonedSubmodule>& submodules);

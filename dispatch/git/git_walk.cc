@@ -1,10 +1,13 @@
 #include "dispatch/git/git_walk.h"
 
 #include <dirent.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <climits>
+
+#include <fmt/format.h>
 
 #include "base/lexical_path.h"
 
@@ -37,10 +40,40 @@ bool LooksLikeBareRepository(int dirfd, const std::vector<DirEntry>& entries) {
   return text.starts_with("ref: ") || (IsHexId(text) && (text.size() == 40 || text.size() == 64));
 }
 
+bool WalkBudget::Spend(size_t listed) {
+  if (ended == End::kStopped || ended == End::kTooMany) return false;
+  entries += listed;
+  if (entries > max_entries) {
+    ended = End::kTooMany;
+    return false;
+  }
+  pollfd stop{.fd = stop_fd, .events = POLLIN, .revents = 0};
+  if (stop_fd >= 0 && ::poll(&stop, 1, 0) > 0) {
+    ended = End::kStopped;
+    return false;
+  }
+  return true;
+}
+
+std::string WalkBudget::Unfinished() const {
+  switch (ended) {
+    case End::kDone:
+      return "";
+    case End::kStopped:
+      return "stopped by a stop signal or the deadline before it looked at everything";
+    case End::kTooMany:
+      return fmt::format("more than {} names to look through", max_entries);
+    case End::kTooDeep:
+      return fmt::format("directories deeper than {} levels", kMaxGitWalkDepth);
+  }
+  return "";
+}
+
 void WalkGitMetadata(int dirfd, const std::string& rel, dev_t dev, int depth,
-                     const WalkCallbacks& cb) {
+                     const WalkCallbacks& cb, WalkBudget* budget) {
+  if (!budget->Spend(0)) return;
   auto entries = ListDirTypedAt(dirfd);
-  if (!entries) return;
+  if (!entries || !budget->Spend(entries->size())) return;
   if (cb.bare_layout && LooksLikeBareRepository(dirfd, *entries)) cb.bare_layout(dirfd, rel);
   for (const auto& [name, type] : *entries) {
     // Only directories and .git entries matter: no stat for every file of a large tree.
@@ -54,11 +87,15 @@ void WalkGitMetadata(int dirfd, const std::string& rel, dev_t dev, int depth,
     }
     if (!S_ISDIR(st->st_mode) || st->st_dev != dev) continue;
     if (depth >= kMaxGitWalkDepth) {
+      if (budget->ended == WalkBudget::End::kDone) budget->ended = WalkBudget::End::kTooDeep;
       if (cb.too_deep) cb.too_deep(child);
       continue;
     }
     auto sub = OpenDirAt(dirfd, name);
-    if (sub) WalkGitMetadata(sub->get(), child, dev, depth + 1, cb);
+    if (sub) WalkGitMetadata(sub->get(), child, dev, depth + 1, cb, budget);
+    if (budget->ended == WalkBudget::End::kStopped || budget->ended == WalkBudget::End::kTooMany) {
+      return;
+    }
   }
 }
 

@@ -20,6 +20,25 @@ namespace sbx::dispatch {
 // Deeper directories are not looked into (one fd per level is held while walking); the
 // report says so, because a nested repository could hide there.
 constexpr int kMaxGitWalkDepth = 200;
+// The names one walk lists at most (every entry of every directory it reads): a workspace
+// of a few hundred thousand files is walked whole, an agent's million-entry tree is not.
+constexpr uint64_t kMaxGitWalkEntries = 2000000;
+
+// What one walk may do, and why it did not finish. It ends as soon as `stop_fd` is
+// readable (the stop signals' signalfd: SIGINT/SIGTERM/SIGHUP, or the dispatch's deadline,
+// left there for the caller to take) or once it listed more than `max_entries` names;
+// a directory deeper than kMaxGitWalkDepth levels is not entered and makes it unfinished.
+struct WalkBudget {
+  enum class End { kDone, kStopped, kTooMany, kTooDeep };
+  int stop_fd = -1;
+  uint64_t max_entries = kMaxGitWalkEntries;
+  uint64_t entries = 0;
+  End ended = End::kDone;
+  // false when the walk must end now (`ended` says why); counts `listed` names.
+  bool Spend(size_t listed);
+  // Why the walk did not look at everything, one line ("" when it did).
+  [[nodiscard]] std::string Unfinished() const;
+};
 
 // "dir/name", or "name" when `dir` is the top ("").
 std::string JoinRel(const std::string& dir, const std::string& name);
@@ -41,9 +60,9 @@ struct WalkCallbacks {
   std::function<void(const std::string& rel)> too_deep;
 };
 
-// Every directory below `dirfd` (named `rel`) on the filesystem `dev`.
+// Every directory below `dirfd` (named `rel`) on the filesystem `dev`, within `budget`.
 void WalkGitMetadata(int dirfd, const std::string& rel, dev_t dev, int depth,
-                     const WalkCallbacks& cb);
+                     const WalkCallbacks& cb, WalkBudget* budget);
 
 // The content of a .git file or symlink at `rel` (in `dirfd`), for telling a later change
 // apart; nullopt for anything else.

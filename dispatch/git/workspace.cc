@@ -23,6 +23,7 @@
 #include "dispatch/sys/caller_stderr.h"
 #include "dispatch/sys/run_as_child.h"
 #include "dispatch/sys/stop_signals.h"
+#include "dispatch/sys/subordinate_env.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -144,6 +145,11 @@ std::string NewDispatchId() {
 
 base::Result<std::string> DefaultWorkspaceRoot(bool root_caller) {
   constexpr std::string_view kBelow = "/ateam-sandbox/dispatches";
+  // Under `run --identity subuid`: a place of the caller's own that the subordinate ids can
+  // reach (a home is often 0700), never host root's name.
+  if (auto ns = InSubordinateNamespace(); root_caller && ns) {
+    return fmt::format("/var/tmp/ateam-sandbox-{}/dispatches", ns->caller_uid);
+  }
   if (root_caller) return fmt::format("/var/tmp{}", kBelow);
   for (const char* name : {"XDG_CACHE_HOME", "HOME"}) {
     const char* value = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)

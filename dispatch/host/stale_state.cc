@@ -20,7 +20,9 @@ namespace {
 // and not locked yet.
 constexpr int64_t kMinAgeSeconds = 60;
 
-std::vector<std::string> StateBases() {
+}  // namespace
+
+std::vector<std::string> StateDirBases() {
   const uid_t me = ::geteuid();
   if (me == 0) return {"/run/ateam-sandbox-0"};
   std::vector<std::string> bases;
@@ -30,15 +32,22 @@ std::vector<std::string> StateBases() {
   return bases;
 }
 
-void SweepBase(const std::string& base, bool dry_run, StaleStateReport* report) {
-  const uid_t me = ::geteuid();
+base::UniqueFd OpenPrivateBase(const std::string& base) {
   base::UniqueFd base_fd(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat top {};
-  // Only a base that is the caller's own and private: nothing another uid could have put.
-  if (!base_fd || ::fstat(base_fd.get(), &top) != 0 || top.st_uid != me ||
+  if (!base_fd || ::fstat(base_fd.get(), &top) != 0 || top.st_uid != ::geteuid() ||
       (top.st_mode & 022) != 0) {
-    return;
+    return {};
   }
+  return base_fd;
+}
+
+namespace {
+
+void SweepBase(const std::string& base, bool dry_run, StaleStateReport* report) {
+  const uid_t me = ::geteuid();
+  base::UniqueFd base_fd = OpenPrivateBase(base);
+  if (!base_fd) return;
   auto names = ListDirAt(base_fd.get());
   if (!names) return;
   const auto now = static_cast<int64_t>(std::time(nullptr));
@@ -68,7 +77,7 @@ void SweepBase(const std::string& base, bool dry_run, StaleStateReport* report) 
 
 StaleStateReport RemoveStaleState(bool dry_run) {
   StaleStateReport report;
-  for (const auto& base : StateBases()) SweepBase(base, dry_run, &report);
+  for (const auto& base : StateDirBases()) SweepBase(base, dry_run, &report);
   return report;
 }
 

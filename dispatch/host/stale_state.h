@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/unique_fd.h"
+
 namespace sbx::dispatch {
 
 struct StaleStateReport {
@@ -19,5 +21,12 @@ struct StaleStateReport {
 // of the caller, unlocked and unchanged for a minute (a run makes and locks its own in one
 // step), and removes them through fds.
 StaleStateReport RemoveStaleState(bool dry_run);
+
+// Where `run` makes this caller's state directories (the bases above).
+std::vector<std::string> StateDirBases();
+
+// Opens `base` when it is the caller's own and private (nothing another uid could have put
+// there); an invalid fd otherwise.
+base::UniqueFd OpenPrivateBase(const std::string& base);
 
 }  // namespace sbx::dispatch

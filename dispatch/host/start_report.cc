@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "dispatch/sys/caller_stderr.h"
 #include "relay/endpoint.h"
 
 namespace sbx::dispatch {
@@ -79,7 +80,13 @@ void StartReport::OnConnection() {
       ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
   if (!channel && (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)) return;
   // Anyone else's connection is dropped unread; the supervisor's own is still to come.
-  if (channel && gate_ != nullptr && !gate_->Check(channel.get()).empty()) return;
+  if (channel && gate_ != nullptr) {
+    if (std::string why = gate_->Check(channel.get()); !why.empty()) {
+      if (!refusal_said_) SayToCaller("refused a start report channel: " + why);
+      refusal_said_ = true;  // once: a flood of connections is not a flood of lines
+      return;
+    }
+  }
   loop_->UnwatchCallback(listener_.get());
   listener_.reset();
   if (!channel) return;

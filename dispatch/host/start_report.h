@@ -6,7 +6,8 @@
 // sends one line, "exec-failed ERRNO", then waits for `run` to close the channel.
 //
 // Only the first connection is taken, and only from the supervisor (relay/peer_check.h);
-// the socket is closed at once, so nothing the agent starts can connect after it.
+// the socket is closed at once, so nothing the agent starts can connect after it. A
+// refused peer is said once on stderr.
 // Caller: the single-threaded host-side dispatch process; the loop outlives the report.
 #pragma once
 
@@ -58,6 +59,7 @@ class StartReport {
   std::string received_;
   std::optional<int> exec_errno_;
   bool supervisor_reached_ = false;
+  bool refusal_said_ = false;
 };
 
 // The exit code and one-line message for a command exec could not start with `err`, as

@@ -15,6 +15,8 @@
 #include "base/c_handle.h"
 #include "base/safe_path.h"
 #include "dispatch/identity/host_ids.h"
+#include "dispatch/identity/subordinate.h"
+#include "dispatch/sys/subordinate_env.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -240,10 +242,20 @@ base::Result<std::vector<LeaseInfo>> ListLeases(const std::string& dir, uid_t ow
 }
 
 base::Result<LeaseOptions> HostLeaseOptions(uid_t overflow_uid, gid_t overflow_gid) {
-  auto range = ResolveIdRange(std::getenv(kIdRangeEnv));  // NOLINT(concurrency-mt-unsafe)
-  if (!range) return range.error();
   LeaseOptions options;
-  options.range = std::move(*range);
+  if (auto ns = InSubordinateNamespace()) {
+    // `run --identity subuid`: the caller's own subordinate ids, leased in its own directory.
+    auto dir = SubordinateLeaseDir();
+    if (!dir) return dir.error();
+    options.dir = std::move(*dir);
+    options.range = {
+        1, 1, ns->count,
+        fmt::format("the subordinate ids of uid {} (/etc/subuid, /etc/subgid)", ns->caller_uid)};
+  } else {
+    auto range = ResolveIdRange(std::getenv(kIdRangeEnv));  // NOLINT(concurrency-mt-unsafe)
+    if (!range) return range.error();
+    options.range = std::move(*range);
+  }
   options.owner = ::geteuid();
   options.overflow_uid = overflow_uid;
   options.overflow_gid = overflow_gid;

@@ -35,6 +35,8 @@ std::vector<std::pair<std::string, std::string>> LimitMechanisms(const DispatchL
       {"memory", cgroup ? "cgroup" : none},
       {"pids", pids},
       {"cpus", !limits.cpus ? "no limit asked" : (cgroup ? "cgroup" : none)},
+      {"disk", "disk watcher, rlimit fsize"},
+      {"inodes", "disk watcher"},
       {"nested_userns", limits.nested_userns ? "allowed"
                         : backend_bwrap      ? "seccomp, bwrap --disable-userns"
                                              : "seccomp, max_user_namespaces=0"},

@@ -15,6 +15,9 @@ constexpr uint64_t kTinySize = 64 * kKiB;  // /dev and the tunnel dir: mount poi
 constexpr uint64_t kDevInodes = 64;        // about 16 used: nodes, links, shm, pts
 constexpr uint64_t kMinTmpfsSize = kMiB;
 constexpr uint64_t kMinMemory = 32 * kMiB;
+constexpr uint64_t kMinDisk = kMiB;
+constexpr uint64_t kMinInodes = 100;
+constexpr uint64_t kMaxInodes = uint64_t{1} << 32;
 
 // With nested user namespaces denied, only the supervisor creates a namespace (its network
 // one) in the sandbox's user namespace; the other counts start at the ones the clone made.
@@ -62,6 +65,16 @@ base::Result<DispatchLimits> ResolveLimits(const DispatchRequest& request) {
   if (request.cpus) {
     if (!(*request.cpus > 0)) return base::Error::Message("--cpus must be above 0");
     limits.cpus = request.cpus;
+  }
+  if (request.disk) {
+    auto size = ParseSize(*request.disk, "--disk", kMinDisk);
+    if (!size) return size.error();
+    limits.disk = *size;
+  }
+  if (request.inodes) {
+    auto count = ParseCount(*request.inodes, "--inodes", kMinInodes, kMaxInodes);
+    if (!count) return count.error();
+    limits.inodes = *count;
   }
   limits.nested_userns = request.allow_nested_userns;
   return limits;
@@ -117,6 +130,9 @@ runtime::SelfLimits SelfLimitsFor(const DispatchLimits& limits) {
   self.rlimits.push_back({RLIMIT_NPROC, limits.pids});
   self.rlimits.push_back({RLIMIT_NOFILE, kOpenFiles});
   self.rlimits.push_back({RLIMIT_CORE, 0});
+  // No single file the sandbox writes grows past --disk, wherever it is: the disk watcher
+  // (dispatch/host/disk_watch.h) sees totals only between its passes.
+  self.rlimits.push_back({RLIMIT_FSIZE, limits.disk});
   return self;
 }
 
@@ -143,11 +159,16 @@ LimitsReport ReportLimits(const DispatchLimits& limits, bool backend_bwrap,
         kInotifyWatches));
   }
   if (backend_bwrap) {
-    r.enforced.push_back(fmt::format("rlimits: nofile {}, core 0", kOpenFiles));
-  } else {
     r.enforced.push_back(
-        fmt::format("rlimits: nproc {}, nofile {}, core 0", limits.pids, kOpenFiles));
+        fmt::format("rlimits: nofile {}, core 0, fsize {}", kOpenFiles, Bytes(limits.disk)));
+  } else {
+    r.enforced.push_back(fmt::format("rlimits: nproc {}, nofile {}, core 0, fsize {}", limits.pids,
+                                     kOpenFiles, Bytes(limits.disk)));
   }
+  r.enforced.push_back(
+      fmt::format("disk: the workspace and out dir grow by at most {} and {} names (disk "
+                  "watcher; no file past {}: rlimit fsize)",
+                  Bytes(limits.disk), limits.inodes, Bytes(limits.disk)));
   if (limits.nested_userns) {
     r.enforced.push_back(
         fmt::format("nested user namespaces: allowed, at most {}",
@@ -175,11 +196,11 @@ std::string RenderLimitsJson(const DispatchLimits& limits, const LimitsReport& r
   }
   return fmt::format(
       R"({{"tmpfs_size": {}, "memory": {}, "pids": {}, "cpus": {}, "nested_userns": {}, )"
-      R"("enforced": {}, "not_enforced": {}, "by": {{{}}}}})",
+      R"("disk": {}, "inodes": {}, "enforced": {}, "not_enforced": {}, "by": {{{}}}}})",
       limits.tmpfs_size, limits.memory, limits.pids,
       limits.cpus ? fmt::format("{}", *limits.cpus) : "null",
-      limits.nested_userns ? "true" : "false", JsonList(report.enforced),
-      JsonList(report.not_enforced), by);
+      limits.nested_userns ? "true" : "false", limits.disk, limits.inodes,
+      JsonList(report.enforced), JsonList(report.not_enforced), by);
 }
 
 }  // namespace sbx::dispatch

@@ -33,6 +33,11 @@ inline constexpr uint64_t kNestedUserNamespaces = 16;  // with --allow-nested-us
 inline constexpr uint64_t kInotifyInstances = 64;      // half the kernel's per-user default
 inline constexpr uint64_t kInotifyWatches = 65536;
 inline constexpr uint64_t kOpenFiles = 65536;  // RLIMIT_NOFILE ceiling
+// What the agent may add to the host's disk, the workspace and the out dir together
+// (dispatch/host/disk_watch.h): bytes of allocated blocks, and names (files, directories,
+// links; each hard link counts).
+inline constexpr uint64_t kDefaultDisk = 16 * kGiB;
+inline constexpr uint64_t kDefaultInodes = 500000;
 
 struct DispatchLimits {
   uint64_t tmpfs_size = kDefaultTmpfsSize;
@@ -40,6 +45,8 @@ struct DispatchLimits {
   uint64_t pids = kDefaultPids;
   std::optional<double> cpus;
   bool nested_userns = false;
+  uint64_t disk = kDefaultDisk;      // --disk; also every sandbox process's RLIMIT_FSIZE
+  uint64_t inodes = kDefaultInodes;  // --inodes
 };
 
 // A size flag's value (dispatch/request/human_units.h: ParseSize, no range of its own).

@@ -18,6 +18,8 @@ std::string_view ReasonName(DispatchReason reason) {
       return "oom";
     case DispatchReason::kTimeout:
       return "timeout";
+    case DispatchReason::kDisk:
+      return "disk";
     case DispatchReason::kInterrupted:
       return "interrupted";
     case DispatchReason::kRuntimeError:
@@ -26,6 +28,8 @@ std::string_view ReasonName(DispatchReason reason) {
       return "dry-run";
     case DispatchReason::kHarvestFailed:
       return "harvest-failed";
+    case DispatchReason::kGitGuardIncomplete:
+      return "git-guard-incomplete";
     case DispatchReason::kRunning:
       return "running";
     case DispatchReason::kCommandNotFound:

@@ -54,6 +54,8 @@ struct DispatchRequest {
   std::optional<std::string> memory;  // --memory
   std::optional<long long> pids;      // --pids
   std::optional<double> cpus;         // --cpus
+  std::optional<std::string> disk;    // --disk: what the agent may add to the host's disk
+  std::optional<std::string> inodes;  // --inodes: how many names it may add there
   bool allow_nested_userns = false;   // --allow-nested-userns
   bool limits_best_effort = false;    // --limits best-effort (dispatch/plan/limit_check.h)
   TtyMode tty = TtyMode::kOff;        // --tty / --no-tty; the command line's default is kAuto

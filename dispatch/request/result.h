@@ -14,18 +14,21 @@ namespace sbx::dispatch {
 // Exit codes of `run` besides the agent's own.
 inline constexpr int kRuntimeFailureExit = 125;
 inline constexpr int kTimeoutExit = 124;
+inline constexpr int kDiskExit = 123;  // --disk or --inodes crossed (reason `disk`)
 
 // How a dispatch ended (the status document's `reason`).
 enum class DispatchReason {
-  kExited,           // the agent exited by itself (also after a stop signal it handled)
-  kSignaled,         // a signal ended the agent's sandbox
-  kOom,              // the memory limit: the kernel's OOM killer ended it
-  kTimeout,          // --timeout expired: the sandbox was killed whole
-  kInterrupted,      // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
-  kRuntimeError,     // the runtime failed (setup, bad input): `error` says why
-  kDryRun,           // --dry-run: nothing ran
-  kHarvestFailed,    // the agent ended, but its --patch could not be written (patch_error)
-  kCommandNotFound,  // the command is not there (exit 127): `error` says what would help
+  kExited,              // the agent exited by itself (also after a stop signal it handled)
+  kSignaled,            // a signal ended the agent's sandbox
+  kOom,                 // the memory limit: the kernel's OOM killer ended it
+  kTimeout,             // --timeout expired: the sandbox was killed whole
+  kDisk,                // --disk or --inodes crossed: stopped (the grace, then SIGKILL)
+  kInterrupted,         // `run` got SIGINT/SIGTERM/SIGHUP and the agent ended by it (or never ran)
+  kRuntimeError,        // the runtime failed (setup, bad input): `error` says why
+  kDryRun,              // --dry-run: nothing ran
+  kHarvestFailed,       // the agent ended, but its --patch could not be written (patch_error)
+  kGitGuardIncomplete,  // the git guard's check after the agent did not finish: fail closed
+  kCommandNotFound,     // the command is not there (exit 127): `error` says what would help
   kCommandNotExecutable,  // the command is there but cannot be executed (exit 126)
   kRunning,               // not ended yet: the record `run` writes before the agent starts
 };

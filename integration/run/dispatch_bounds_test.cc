@@ -154,7 +154,8 @@ TEST_F(RunDispatchBoundsTest, TheStatusDocumentIsValidUtf8WhateverTheNames) {
   EXPECT_EQ(res.err.find('\xff'), std::string::npos) << res.err;
 }
 
-// --rm removes a tree deeper than any descriptor budget (300 levels the agent made).
+// --rm removes a tree deeper than any descriptor budget (300 levels the agent made), even
+// when the run failed.
 TEST_F(RunDispatchBoundsTest, RmRemovesATreeOfAnyDepth) {
   const std::string root = scratch_.Sub("dispatches");
   RunResult res =
@@ -162,10 +163,30 @@ TEST_F(RunDispatchBoundsTest, RmRemovesATreeOfAnyDepth) {
                {"/bin/sh", "-c",
                 "i=0; while [ $i -lt 300 ]; do mkdir d && cd d || exit 1; "
                 "echo x > f; i=$((i+1)); done"});
-  EXPECT_EQ(res.exit_code, 0) << Describe(res);
+  // Deeper than the git guard's check walks: it fails closed (git-guard-incomplete).
+  EXPECT_EQ(res.exit_code, 125) << Describe(res);
   for (const auto& name : DirectoryEntries(root)) {
     EXPECT_TRUE(name.starts_with(".")) << "left in the root: " << name;
   }
+}
+
+// The git guard's check after the agent fails closed on a tree deeper than it walks, where a
+// nested repository could hide: reason git-guard-incomplete, exit 125, the workspace
+// tainted, and no --patch written from it.
+TEST_F(RunDispatchBoundsTest, GitMetadataTooDeepToCheckFailsClosed) {
+  RunResult res = RunAteam(
+      {"--repo", repo_, "--workspace-root", scratch_.Sub("dispatches"), "--no-default-allow",
+       "--status-json", scratch_.Sub("status.json"), "--patch", scratch_.Sub("work.patch")},
+      {"/bin/sh", "-c",
+       "i=0; while [ $i -lt 210 ]; do mkdir d && cd d || exit 1; i=$((i+1)); done; "
+       "git init -q && git config core.fsmonitor 'touch /tmp/pwned'"});
+  EXPECT_EQ(res.exit_code, 125) << Describe(res);
+  EXPECT_EQ(Field(Status(), "reason"), "\"git-guard-incomplete\"") << Status();
+  EXPECT_EQ(Field(Status(), "workspace_tainted"), "true") << Status();
+  EXPECT_NE(res.err.find("did not finish: directories deeper than 200 levels"), std::string::npos)
+      << res.err;
+  struct stat st {};
+  EXPECT_NE(stat(scratch_.Sub("work.patch").c_str(), &st), 0);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -38,12 +39,6 @@ bool WaitForFile(const std::string& path, std::chrono::seconds limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
-}
-
-uid_t UidOf(int pid) {
-  std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status").value_or("");
-  auto at = status.find("\nUid:");
-  return at == std::string::npos ? 0 : static_cast<uid_t>(std::stoul(status.substr(at + 5)));
 }
 
 // The route sockets in root's state directories that belong to `owner`.
@@ -160,15 +155,15 @@ TEST_F(RunIdentityTest, TwoRunningDispatchesAreTwoUidsNobodyElseReaches) {
   std::vector<int> pids_b = ProcessesMatching(tag + "-B");
   uid_t uid_a = 0;
   uid_t uid_b = 0;
-  for (int pid : pids_a) uid_a = UidOf(pid) != 0 ? UidOf(pid) : uid_a;
-  for (int pid : pids_b) uid_b = UidOf(pid) != 0 ? UidOf(pid) : uid_b;
+  for (int pid : pids_a) uid_a = UidOfProcess(pid) != 0 ? UidOfProcess(pid) : uid_a;
+  for (int pid : pids_b) uid_b = UidOfProcess(pid) != 0 ? UidOfProcess(pid) : uid_b;
   if (both && uid_a != 0 && uid_b != 0) {
     const std::vector<std::string> channels = ChannelsOf(uid_a);
     EXPECT_FALSE(channels.empty()) << "dispatch A's route socket, its uid's";
     int checked = 0;
     for (uid_t attacker : {uid_t{65534}, uid_b}) {
       for (int pid : pids_a) {
-        if (UidOf(pid) != uid_a) continue;  // `run` itself, root's
+        if (UidOfProcess(pid) != uid_a) continue;  // `run` itself, root's
         ++checked;
         // The probe itself works: the dispatch's own uid may signal its own process.
         if (attacker == 65534) {
@@ -219,6 +214,15 @@ TEST_F(RunIdentityTest, ALeaseIsNotReusedWhileItsDispatchDirectoryExists) {
   }
   EXPECT_NE(uids[0], uids[1]) << "the first dispatch's directory still exists";
   EXPECT_NE(uids[0], "65534");
+}
+
+// --identity subuid is an unprivileged caller's: root's dispatches are leased already.
+TEST_F(RunIdentityTest, RootIsRefusedTheSubordinateIdentity) {
+  TempDir ws;
+  RunResult r = RunAteam({"--identity", "subuid", "--workspace", ws.path()}, {"true"});
+  EXPECT_EQ(r.exit_code, 125) << Describe(r);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << Describe(r);
+  EXPECT_NE(r.err.find("--identity subuid is for unprivileged callers"), std::string::npos);
 }
 
 }  // namespace

@@ -14,7 +14,6 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <pwd.h>
 #include <sched.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -97,21 +96,6 @@ std::string SelfExe() {
 size_t LineCount(const std::string& text) {
   return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) +
          (text.empty() || text.back() == '\n' ? 0 : 1);
-}
-
-// The first subordinate-id range /etc/subuid (or subgid) grants this user: "START,COUNT".
-std::string SubordinateRange(const char* file) {
-  const passwd* pw = ::getpwuid(::getuid());
-  if (pw == nullptr) return "";
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    const std::string prefix = std::string(pw->pw_name) + ":";
-    if (!line.starts_with(prefix)) continue;
-    std::string rest = line.substr(prefix.size());
-    std::replace(rest.begin(), rest.end(), ':', ',');
-    return rest;
-  }
-  return "";
 }
 
 class NestedRunTest : public ::testing::Test {

@@ -2,13 +2,16 @@
 
 #include <dirent.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 namespace sbx::integration::run {
 namespace {
@@ -99,6 +102,26 @@ std::vector<int> ProcessesMatching(const std::string& needle) {
   }
   closedir(dir);
   return pids;
+}
+
+std::string SubordinateRange(const char* file) {
+  const passwd* pw = getpwuid(getuid());
+  if (pw == nullptr) return "";
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    const std::string prefix = std::string(pw->pw_name) + ":";
+    if (!line.starts_with(prefix)) continue;
+    std::string rest = line.substr(prefix.size());
+    std::replace(rest.begin(), rest.end(), ':', ',');
+    return rest;
+  }
+  return "";
+}
+
+uid_t UidOfProcess(int pid) {
+  const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status").value_or("");
+  const auto at = status.find("\nUid:");
+  return at == std::string::npos ? 0 : static_cast<uid_t>(std::stoul(status.substr(at + 5)));
 }
 
 std::string FormatHash(uint64_t hash) {

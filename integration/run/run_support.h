@@ -5,6 +5,8 @@
 // $SBX_RUN_BACKEND: native|bwrap (default native); $SBX_RUN_NETCLIENT: the client program.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -38,6 +40,12 @@ void HandToSandboxUser(const std::string& dir);
 
 // Pids whose /proc/PID/cmdline contains `needle` (NUL separators read as blanks).
 std::vector<int> ProcessesMatching(const std::string& needle);
+// The first subordinate-id range /etc/subuid (or subgid) grants this user: "START,COUNT";
+// "" when none.
+std::string SubordinateRange(const char* file);
+
+// The real uid on the Uid: line of /proc/PID/status; 0 when it cannot be read.
+uid_t UidOfProcess(int pid);
 
 // FNV-1a of the xorshift stream netclient `bulk` sends, as 16 hex digits.
 std::string FormatHash(uint64_t hash);

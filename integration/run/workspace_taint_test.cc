@@ -20,15 +20,11 @@ std::string JsonString(const std::string& json, const std::string& key) {
   return json.substr(start, json.find('"', start) - start);
 }
 
-// git on the host, as the caller. A root caller's workspace belongs to the sandbox's uid:
-// root trusts that one path on the command line (git's own ownership check would
-// otherwise refuse it, which would hide what this test looks for).
+// git on the host, as the caller, trusting nothing by name: the workspace is handed back to
+// the caller after the dispatch (a root caller's too), so git's own ownership check passes
+// with no safe.directory, and a "dubious ownership" refusal fails the test.
 RunResult HostGit(const std::string& dir, const Args& args) {
   Args argv = {"git", "-C", dir, "-c", "user.name=host", "-c", "user.email=host@host"};
-  if (IsRoot()) {
-    argv.emplace_back("-c");
-    argv.push_back("safe.directory=" + dir);
-  }
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, WithEnv({"GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true"}));
 }
@@ -67,7 +63,9 @@ class RunWorkspaceTaintTest : public ::testing::Test {
 
   // What a person does next in the workspace, on the host.
   void UseWorkspaceOnHost(const std::string& ws) {
-    HostGit(ws, {"status"});
+    RunResult status = HostGit(ws, {"status"});
+    EXPECT_EQ(status.exit_code, 0) << "the caller's git refused its workspace\n"
+                                   << Describe(status);
     HostGit(ws, {"diff"});
     HostGit(ws, {"log", "-p"});
     HostGit(ws, {"commit", "--allow-empty", "-q", "-m", "x"});

@@ -1,8 +1,10 @@
 // GitGuard on hand-made git directories: what a fresh clone gets, what the check after the
 // agent finds and undoes, and that it never follows the agent's symlinks out of the tree.
 #include "dispatch/git/git_guard.h"
+#include "dispatch/git/git_walk.h"
 #include "dispatch/git/rw_git.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -314,6 +316,48 @@ TEST_F(GitGuardTest, RwInsideAGitDirectoryIsRefused) {
   EXPECT_FALSE(RefuseRwInsideGitDir((ws_ / "wt/.git").string()).ok());
   EXPECT_TRUE(RefuseRwInsideGitDir((ws_ / ".git").string()).ok());
   EXPECT_TRUE(RefuseRwInsideGitDir(ws_.string()).ok());
+}
+
+// The walks are bounded: a stop signal (a readable stop fd) ends them, a tree of more
+// names than the budget ends them, a tree deeper than they go leaves them unfinished; the
+// check after the agent says so instead of reporting a clean workspace.
+TEST_F(GitGuardTest, AStopSignalEndsTheCheckUnfinished) {
+  int stop[2];
+  ASSERT_EQ(::pipe(stop), 0);
+  auto guard = GitGuard::Prepare(ws_.string(), false, "", {}, stop[0]);
+  ASSERT_TRUE(guard.ok()) << guard.error().Render();
+  EXPECT_TRUE(guard->CheckAndRestore().empty());
+  EXPECT_EQ(guard->unchecked(), "");
+  ASSERT_EQ(::write(stop[1], "x", 1), 1);
+  (void)guard->CheckAndRestore();
+  EXPECT_NE(guard->unchecked().find("stopped"), std::string::npos) << guard->unchecked();
+  ::close(stop[0]);
+  ::close(stop[1]);
+}
+
+TEST_F(GitGuardTest, TooManyNamesEndTheWalk) {
+  for (int i = 0; i < 30; ++i) fs::create_directories(ws_ / ("d" + std::to_string(i)));
+  Write(ws_ / "d29/.git/config", "[core]\n");
+  struct stat top {};
+  ASSERT_EQ(::stat(ws_.c_str(), &top), 0);
+  int entries = 0;
+  WalkCallbacks cb;
+  cb.git_entry = [&](int, const std::string&, const struct stat&) { ++entries; };
+  WalkBudget budget{.stop_fd = -1, .max_entries = 10};
+  auto ws = ::open(ws_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  WalkGitMetadata(ws, "", top.st_dev, 0, cb, &budget);
+  ::close(ws);
+  EXPECT_EQ(budget.ended, WalkBudget::End::kTooMany);
+  EXPECT_NE(budget.Unfinished().find("more than 10 names"), std::string::npos);
+}
+
+TEST_F(GitGuardTest, ATreeDeeperThanTheWalkLeavesTheCheckUnfinished) {
+  auto guard = PrepareClone();
+  fs::path deep = ws_;
+  for (int i = 0; i <= kMaxGitWalkDepth; ++i) deep /= "d";
+  fs::create_directories(deep / ".git");
+  (void)guard.CheckAndRestore();
+  EXPECT_NE(guard.unchecked().find("deeper than"), std::string::npos) << guard.unchecked();
 }
 
 }  // namespace

@@ -50,6 +50,38 @@ TEST(LimitsTest, RefusesTooSmallLimits) {
   EXPECT_FALSE(ResolveLimits(no_cpu));
 }
 
+TEST(LimitsTest, DiskAndInodes) {
+  auto defaults = ResolveLimits({});
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->disk, kDefaultDisk);
+  EXPECT_EQ(defaults->inodes, kDefaultInodes);
+  DispatchRequest request;
+  request.disk = "512m";
+  request.inodes = "20000";
+  auto limits = ResolveLimits(request);
+  ASSERT_TRUE(limits) << limits.error().Render();
+  EXPECT_EQ(limits->disk, 512 * kMiB);
+  EXPECT_EQ(limits->inodes, 20000U);
+  for (const char* bad : {"0", "5X", "", "100k"}) {
+    DispatchRequest disk;
+    disk.disk = bad;
+    if (std::string(bad) == "100k") continue;  // a size, but below the floor of 1m: below
+    auto refused = ResolveLimits(disk);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().Render().find("--disk"), std::string::npos);
+  }
+  DispatchRequest small_disk;
+  small_disk.disk = "100k";
+  EXPECT_FALSE(ResolveLimits(small_disk));
+  for (const char* bad : {"0", "12x", "", "-5", "99"}) {
+    DispatchRequest inodes;
+    inodes.inodes = bad;
+    auto refused = ResolveLimits(inodes);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().Render().find("--inodes"), std::string::npos);
+  }
+}
+
 // Every tmpfs of the real layout gets a size and an inode count.
 TEST(LimitsTest, EveryTmpfsOfTheLayoutIsSized) {
   DispatchRequest request;
@@ -116,12 +148,14 @@ TEST(LimitsTest, SelfLimitsDenyNestingByDefault) {
   EXPECT_EQ(Sysctl(self, "user/max_inotify_watches"), kInotifyWatches);
   Sysctl(self, "user/max_fanotify_groups");
   Sysctl(self, "user/max_fanotify_marks");
-  ASSERT_EQ(self.rlimits.size(), 3U);
+  ASSERT_EQ(self.rlimits.size(), 4U);
   EXPECT_EQ(self.rlimits[0].resource, RLIMIT_NPROC);
   EXPECT_EQ(self.rlimits[0].value, kDefaultPids);
   EXPECT_EQ(self.rlimits[1].resource, RLIMIT_NOFILE);
   EXPECT_EQ(self.rlimits[2].resource, RLIMIT_CORE);
   EXPECT_EQ(self.rlimits[2].value, 0U);
+  EXPECT_EQ(self.rlimits[3].resource, RLIMIT_FSIZE);
+  EXPECT_EQ(self.rlimits[3].value, kDefaultDisk);
 }
 
 TEST(LimitsTest, NestingAllowedIsBounded) {
