@@ -1,5 +1,6 @@
 #include "cli/dispatches_command.h"
 
+#include <algorithm>
 #include <ctime>
 #include <optional>
 #include <vector>
@@ -13,7 +14,9 @@
 #include "dispatch/host/orphan_cgroups.h"
 #include "dispatch/host/stale_state.h"
 #include "dispatch/record/list.h"
+#include "dispatch/record/status_json.h"
 #include "dispatch/request/human_units.h"
+#include "dispatch/request/labels.h"
 #include "dispatch/sys/caller_stderr.h"
 
 namespace sbx::cli {
@@ -54,16 +57,36 @@ std::string EntryJson(const dispatch::DispatchEntry& e) {
   std::string state = e.running ? "running" : Lost(e) ? "lost" : rec ? "finished" : "no-status";
   return fmt::format(
       R"({{"id": {}, "path": {}, "age_seconds": {}, "size_bytes": {}, "state": {}, )"
-      R"("exit_code": {}, "reason": {}, "error": {}, "started_at": {}}})",
+      R"("exit_code": {}, "reason": {}, "error": {}, "started_at": {}, "labels": {}}})",
       JsonQuote(e.id), JsonQuote(e.path), e.age_seconds, e.size_bytes, JsonQuote(state),
       rec && rec->exit_code ? std::to_string(*rec->exit_code) : "null",
       rec ? quoted_or_null(rec->reason) : "null", rec ? quoted_or_null(rec->error) : "null",
-      rec ? quoted_or_null(rec->started_at) : "null");
+      rec ? quoted_or_null(rec->started_at) : "null",
+      dispatch::RenderLabelsJson(rec ? rec->labels : std::vector<dispatch::DispatchLabel>{}));
 }
 
 void AddRootOption(CLI::App& app, std::optional<std::string>& root) {
   app.add_option("--workspace-root", root,
                  "the dispatch root `run` was given (default: run's default for this caller)");
+}
+
+// --label KEY=VALUE filters (repeatable): a dispatch is selected when its record has every
+// one; with none, every dispatch is.
+void AddLabelFilter(CLI::App& app, std::vector<std::string>& texts) {
+  app.add_option("--label", texts,
+                 "only dispatches run with this label (repeatable: all must match)");
+}
+
+bool Selected(const dispatch::DispatchEntry& e,
+              const std::vector<dispatch::DispatchLabel>& wanted) {
+  if (wanted.empty()) return true;
+  return e.record && dispatch::LabelsMatch(e.record->labels, wanted);
+}
+
+// The REASON column, and the labels after it when any listed dispatch has some.
+std::string ReasonColumn(const std::string& reason, const std::string& labels, bool with_labels) {
+  if (!with_labels || labels.empty()) return reason;
+  return fmt::format("{:<22}  {}", reason, labels);
 }
 
 }  // namespace
@@ -73,14 +96,19 @@ int RunLsCommand(std::span<const std::string> args) {
   std::optional<std::string> workspace_root;
   std::optional<std::string> cache_root;
   bool json = false;
+  std::vector<std::string> label_texts;
   AddRootOption(app, workspace_root);
   AddCacheRootOption(app, cache_root);
   app.add_flag("--json", json, "one JSON array, one object per dispatch");
+  AddLabelFilter(app, label_texts);
   if (auto done = Parse(app, "ls", args)) return *done;
+  auto wanted = dispatch::ParseLabels(label_texts);
+  if (!wanted) return Fail("ls", wanted.error().Render());
   auto root = dispatch::OpenCallerDispatchRoot(workspace_root);
   if (!root) return Fail("ls", root.error().Render());
   auto entries = dispatch::ListDispatches(*root, static_cast<int64_t>(std::time(nullptr)));
   if (!entries) return Fail("ls", entries.error().Render());
+  std::erase_if(*entries, [&](const dispatch::DispatchEntry& e) { return !Selected(e, *wanted); });
   if (json) {
     fmt::print("[");
     for (size_t i = 0; i < entries->size(); ++i) {
@@ -90,12 +118,17 @@ int RunLsCommand(std::span<const std::string> args) {
     return 0;
   }
   if (entries->empty()) return PrintCaches(cache_root);
-  fmt::print("{:<12}  {:>4}  {:>5}  {:>4}  {}\n", "ID", "AGE", "SIZE", "EXIT", "REASON");
+  const bool with_labels = std::any_of(entries->begin(), entries->end(), [](const auto& e) {
+    return e.record && !e.record->labels.empty();
+  });
+  fmt::print("{:<12}  {:>4}  {:>5}  {:>4}  {}\n", "ID", "AGE", "SIZE", "EXIT",
+             ReasonColumn("REASON", "LABELS", with_labels));
   uint64_t total = 0;
   for (const auto& e : *entries) {
     auto [exit, reason] = ExitAndReason(e);
+    std::string labels = e.record ? dispatch::FormatLabels(e.record->labels) : "";
     fmt::print("{:<12}  {:>4}  {:>5}  {:>4}  {}\n", e.id, dispatch::FormatAge(e.age_seconds),
-               dispatch::FormatSize(e.size_bytes), exit, reason);
+               dispatch::FormatSize(e.size_bytes), exit, ReasonColumn(reason, labels, with_labels));
     total += e.size_bytes;
   }
   fmt::print("{} dispatch{}, {} in {}\n", entries->size(), entries->size() == 1 ? "" : "es",
@@ -109,13 +142,17 @@ int RunGcCommand(std::span<const std::string> args) {
   std::optional<std::string> cache_root;
   std::string older_than;
   bool dry_run = false;
+  std::vector<std::string> label_texts;
   AddRootOption(app, workspace_root);
   AddCacheRootOption(app, cache_root);
   app.add_option("--older-than", older_than,
                  "only dispatches unchanged, and object caches unused, for DURATION (30m, 12h, 7d; "
                  "default: every finished one, every unused cache)");
   app.add_flag("--dry-run", dry_run, "say what would be removed, remove nothing");
+  AddLabelFilter(app, label_texts);
   if (auto done = Parse(app, "gc", args)) return *done;
+  auto wanted = dispatch::ParseLabels(label_texts);
+  if (!wanted) return Fail("gc", wanted.error().Render());
   int64_t min_age = 0;
   if (!older_than.empty()) {
     auto seconds = dispatch::ParseDurationSeconds(older_than);
@@ -130,7 +167,7 @@ int RunGcCommand(std::span<const std::string> args) {
   size_t removed = 0;
   bool failed = false;
   for (const auto& e : *entries) {
-    if (e.age_seconds < min_age) continue;
+    if (e.age_seconds < min_age || !Selected(e, *wanted)) continue;
     if (e.running) {
       fmt::print("kept {}: its run is still going\n", e.id);
       continue;
@@ -156,6 +193,8 @@ int RunGcCommand(std::span<const std::string> args) {
   fmt::print("{} {} in {} dispatch{}\n", dry_run ? "would free" : "freed",
              dispatch::FormatSize(freed), removed, removed == 1 ? "" : "es");
   // Then what no dispatch owns any more: cgroups and state directories a lost janitor left.
+  // Not with a --label: gc then touches only the dispatches it selects.
+  if (!wanted->empty()) return failed ? kFailureExit : 0;
   auto orphans = dispatch::RemoveOrphanCgroups(dry_run);
   for (const auto& path : orphans.removed) {
     fmt::print("{} orphaned cgroup {}\n", dry_run ? "would remove" : "removed",
@@ -183,6 +222,38 @@ int RunGcCommand(std::span<const std::string> args) {
   }
   // And the object caches no dispatch used for as long.
   if (CollectCaches(cache_root, min_age, dry_run) != 0) failed = true;
+  return failed ? kFailureExit : 0;
+}
+
+int RunRmCommand(std::span<const std::string> args) {
+  CLI::App app{"Remove finished dispatch directories by id", "ateam-sandbox rm"};
+  std::optional<std::string> workspace_root;
+  std::vector<std::string> ids;
+  AddRootOption(app, workspace_root);
+  app.add_option("id", ids, "the dispatch ids, as ls shows them")->required();
+  if (auto done = Parse(app, "rm", args)) return *done;
+  auto root = dispatch::OpenCallerDispatchRoot(workspace_root);
+  if (!root) return Fail("rm", root.error().Render());
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  bool failed = false;
+  for (const std::string& id : ids) {
+    auto entry = dispatch::FindDispatch(*root, id, now);
+    if (!entry) {
+      Fail("rm", fmt::format("no dispatch {} in {}", id, root->path));
+      failed = true;
+      continue;
+    }
+    // The run's lock decides, taken for the removal: a run that is still going keeps it.
+    auto done = entry->running ? base::Result<bool>(false)
+                               : dispatch::RemoveFinishedDispatch(*root, *entry);
+    if (!done || !*done) {
+      Fail("rm", done ? fmt::format("{}: its run is still going; not removed", id)
+                      : done.error().Render());
+      failed = true;
+      continue;
+    }
+    fmt::print("removed {}  {:>5}  {}\n", id, dispatch::FormatSize(entry->size_bytes), entry->path);
+  }
   return failed ? kFailureExit : 0;
 }
 

@@ -1,5 +1,5 @@
-// `ateam-sandbox ls` and `ateam-sandbox gc`: the caller's dispatch directories, listed
-// and removed (dispatch/record/list.h).
+// `ateam-sandbox ls`, `gc` and `rm`: the caller's dispatch directories, listed and removed
+// (dispatch/record/list.h).
 #pragma once
 
 #include <span>
@@ -7,10 +7,15 @@
 
 namespace sbx::cli {
 
-// ls [--workspace-root DIR] [--json]: one line per dispatch (id, age, size, exit, reason).
+// ls [--workspace-root DIR] [--json] [--label KEY=VALUE]...: one line per dispatch (id,
+// age, size, exit, reason, labels).
 int RunLsCommand(std::span<const std::string> args);
 
-// gc [--older-than DURATION] [--dry-run] [--workspace-root DIR]: removes finished ones.
+// gc [--older-than DURATION] [--dry-run] [--workspace-root DIR] [--label KEY=VALUE]...:
+// removes finished ones.
 int RunGcCommand(std::span<const std::string> args);
+
+// rm [--workspace-root DIR] ID...: removes those dispatches, never one whose run is going.
+int RunRmCommand(std::span<const std::string> args);
 
 }  // namespace sbx::cli

@@ -36,13 +36,8 @@ int RunHarvestCommand(std::span<const std::string> args) {
   std::string output;
   app.add_option("workspace", workspace, "the workspace (a dispatch's clone)")->required();
   app.add_option("--base", base,
-                 "the commit the agent started from (the status document's base_commit); "
-                 "default: HEAD, so only uncommitted work")
-      ->check([](const std::string& v) {
-        bool hex = v.size() >= 4 && v.size() <= 64 &&
-                   v.find_first_not_of("0123456789abcdef") == std::string::npos;
-        return hex ? std::string() : std::string("--base takes a commit id in hex");
-      });
+                 "where the agent started: a branch, tag, HEAD~1 or commit id (the status "
+                 "document's base_commit); default: HEAD, so only uncommitted work");
   app.add_option("-o,--output", output, "the patch file to write")->required();
   std::optional<std::string> cache_root;
   app.add_option("--cache-root", cache_root,
@@ -71,7 +66,13 @@ int RunHarvestCommand(std::span<const std::string> args) {
        .borrowed_stores = dispatch::BorrowedCachesOf(workspace, cache_root)},
       *host);
   if (!plan) return Fail(plan.error().Render());
-  if (!base) {
+  if (base) {
+    auto read = dispatch::CompileRevisionRead({.workspace = workspace, .run_as = run_as}, *host);
+    if (!read) return Fail(read.error().Render());
+    auto commit = dispatch::ResolveCommit(*read, *base);
+    if (!commit) return Fail(commit.error().Render());
+    base = *commit;
+  } else {
     auto head = dispatch::ReadBaseCommit(*plan);
     if (!head) return Fail(head.error().Render());
     base = *head;

@@ -38,10 +38,12 @@ constexpr std::string_view kUsage =
     "                  --backend bwrap runs the same plan with the real bwrap\n"
     "  run [OPTIONS] -- COMMAND [ARGS...]\n"
     "                  run COMMAND in a per-dispatch agent sandbox (see run --help)\n"
-    "  ls [--json]     list this caller's dispatch directories: id, age, size, exit, reason\n"
-    "  gc [--older-than DURATION] [--dry-run]\n"
+    "  ls [--json] [--label KEY=VALUE]...\n"
+    "                  list this caller's dispatch directories: id, age, size, exit, reason\n"
+    "  gc [--older-than DURATION] [--dry-run] [--label KEY=VALUE]...\n"
     "                  remove finished dispatch directories (DURATION: 30m, 12h, 7d)\n"
-    "                  (ls and gc take --workspace-root DIR when run was given one)\n"
+    "  rm ID...        remove these finished dispatch directories\n"
+    "                  (ls, gc and rm take --workspace-root DIR when run was given one)\n"
     "  harvest WORKSPACE [--base REV] -o FILE\n"
     "                  write the agent's work in a finished workspace as one patch\n"
     "  doctor [--json] check what this host allows, and how to fix what it does not\n"
@@ -94,10 +96,13 @@ int Main(int argc, char** argv) {
   if (args[0] == "gc") {
     return sbx::cli::RunGcCommand(std::span<const std::string>(args).subspan(1));
   }
+  if (args[0] == "rm") {
+    return sbx::cli::RunRmCommand(std::span<const std::string>(args).subspan(1));
+  }
   if (args[0] == "doctor") {
     return sbx::cli::RunDoctorCommand(std::span<const std::string>(args).subspan(1));
   }
-  const std::vector<std::string> commands = {"bwrap",   "run",    "ls",        "gc",
+  const std::vector<std::string> commands = {"bwrap",   "run",    "ls",        "gc",    "rm",
                                              "harvest", "doctor", "--version", "--help"};
   fmt::print(stderr, "ateam-sandbox: {}\n",
              sbx::base::UnknownNameMessage(args[0].starts_with("-") ? "option" : "command",

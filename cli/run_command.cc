@@ -18,6 +18,7 @@
 #include "dispatch/plan/limits.h"
 #include "dispatch/record/status_file.h"
 #include "dispatch/request/human_units.h"
+#include "dispatch/request/labels.h"
 #include "dispatch/sys/caller_stderr.h"
 #include "dispatch/sys/subordinate_env.h"
 
@@ -42,6 +43,7 @@ struct RunFlagTexts {
   bool no_tty = false;
   bool quiet = false;
   std::string identity = "own";
+  std::vector<std::string> labels;
 };
 
 void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
@@ -100,6 +102,8 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
                "stop (as on SIGTERM) when the caller dies; by default run outlives its caller");
   app.add_option("--id-file", r.id_file,
                  "write the dispatch id here once its directory and record exist");
+  app.add_option("--label", t.labels,
+                 "kept in the status document and record, for ls/gc --label (repeatable)");
   app.add_option("--tmpfs-size", r.tmpfs_size,
                  "the size of the home and of /tmp, each (default 2G)");
   app.add_option("--memory", r.memory, "memory for the whole sandbox (default 8G)");
@@ -151,6 +155,7 @@ base::Status ParseValueTexts(const RunFlagTexts& t, DispatchRequest* request) {
                                                              dispatch::kMaxPids));
     request->pids = static_cast<long long>(pids);
   }
+  SBX_ASSIGN_OR_RETURN(request->labels, dispatch::ParseLabels(t.labels));
   if (!t.cpus.empty()) {
     SBX_ASSIGN_OR_RETURN(request->cpus, dispatch::ParsePositiveNumber(t.cpus, "--cpus", kMaxCpus));
   }

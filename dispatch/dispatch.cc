@@ -40,8 +40,8 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Removes the dispatch directory this run made unless told to keep it: a run that fails
-// before the agent started leaves nothing behind.
+// Removes the dispatch directory (and a missing --out) this run made unless told to keep
+// it: a run that fails before the agent started leaves nothing behind.
 class MadeDirCleanup {
  public:
   MadeDirCleanup(DispatchDirs* dirs, const std::optional<runtime::SandboxSpec::HostIds>& owner)
@@ -49,7 +49,9 @@ class MadeDirCleanup {
   MadeDirCleanup(const MadeDirCleanup&) = delete;
   MadeDirCleanup& operator=(const MadeDirCleanup&) = delete;
   ~MadeDirCleanup() {
-    if (keep_ || dirs_->made_dir.empty()) return;
+    if (keep_) return;
+    if (dirs_->given_out) dirs_->given_out->RemoveIfMade();  // a --out this run made
+    if (dirs_->made_dir.empty()) return;
     dirs_->given_workspace.reset();
     dirs_->given_out.reset();
     (void)RemoveDispatchDir(dirs_->root_fd.get(), dirs_->made_dir, owner_);
@@ -249,6 +251,7 @@ DispatchResult RunDispatch(const DispatchRequest& request, const std::string& se
   auto start = Clock::now();
   result.id = NewDispatchId();
   result.backend = request.backend;
+  result.labels = request.labels;
   result.started_at = relay::FormatRfc3339Utc(std::chrono::system_clock::now());
   DispatchDirEnd dir_end;  // <root>/<id> after the run: its record, or --rm
   if (auto st = Dispatch(request, self_exe, &result, start, &dir_end); !st) {

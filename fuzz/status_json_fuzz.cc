@@ -1,11 +1,13 @@
 // Fuzzes the --status-json writer of `run` (dispatch::RenderStatusJson) with any text in
 // every string field and any numbers. The document must always be valid JSON.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
+#include "dispatch/record/record.h"
 #include "dispatch/record/status_json.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/json_check.h"
@@ -38,6 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   r.out = input.Word();
   r.error = input.Word();
   r.started_at = input.Word();
+  if ((flags & 4) != 0) r.labels.push_back({input.Word(), input.Word()});
   for (size_t routes = flags >> 4; routes > 0 && !input.empty(); --routes) {
     sbx::dispatch::DispatchRoute route;
     route.port = static_cast<int>(input.U64());
@@ -49,5 +52,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::string document = sbx::dispatch::RenderStatusJson(r);
   sbx::fuzz::Check(sbx::fuzz::IsJson(document), "status document is not JSON");
+  // What `ls` reads back of it: a record, and labels `run --label` takes as they were (other
+  // bytes come back escaped).
+  auto record = sbx::dispatch::ParseDispatchRecord(document);
+  sbx::fuzz::Check(record.has_value(), "status document not read back as a record");
+  const bool valid_labels = std::all_of(r.labels.begin(), r.labels.end(), [](const auto& l) {
+    return sbx::dispatch::ParseLabel(l.key + "=" + l.value).ok();
+  });
+  if (valid_labels) sbx::fuzz::Check(record->labels == r.labels, "labels not read back");
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -158,20 +159,65 @@ base::Status WritePatchFile(base::OutputFile& file, const HarvestPlan& plan,
   return file.Commit(fd->get());
 }
 
-base::Result<std::string> ReadBaseCommit(const HarvestPlan& plan, HarvestBounds* bounds) {
+namespace {
+
+struct ScriptOutput {
+  int code = 0;
+  std::string text;  // its stdout, without the final line ends
+};
+
+// `plan` for a short answer on stdout (a pipe holds it all: git prints one line here).
+base::Result<ScriptOutput> RunForLine(const runtime::Plan& plan, const std::string& input,
+                                      HarvestBounds* bounds) {
   auto pipe = base::MakePipe();
   if (!pipe) return pipe.error();
-  auto code = RunGitSandbox(plan.base_read, "", pipe->write_end.get(), bounds);
+  auto code = RunGitSandbox(plan, input, pipe->write_end.get(), bounds);
   pipe->write_end.reset();
   if (!code) return code.error();
-  std::string out;
+  ScriptOutput output{.code = *code, .text = {}};
   char buf[256];
   ssize_t n = 0;
   while ((n = ::read(pipe->read_end.get(), buf, sizeof(buf))) > 0)
-    out.append(buf, static_cast<size_t>(n));
-  if (*code != 0) return ScriptFailure("reading the workspace's base commit", *code);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
+    output.text.append(buf, static_cast<size_t>(n));
+  while (!output.text.empty() && (output.text.back() == '\n' || output.text.back() == '\r')) {
+    output.text.pop_back();
+  }
+  return output;
+}
+
+}  // namespace
+
+base::Result<std::string> ReadBaseCommit(const HarvestPlan& plan, HarvestBounds* bounds) {
+  auto output = RunForLine(plan.base_read, "", bounds);
+  if (!output) return output.error();
+  if (output->code != 0) {
+    return ScriptFailure("reading the workspace's base commit", output->code);
+  }
+  return output->text;
+}
+
+base::Result<std::string> ResolveCommit(const runtime::Plan& revision_read,
+                                        const std::string& rev) {
+  // Git reads a leading '-' as an option, and nothing else it takes as a revision needs a
+  // blank, a control character or a byte outside ASCII.
+  const bool printable =
+      std::all_of(rev.begin(), rev.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  if (rev.empty() || rev.size() > kMaxRevisionLength || rev.front() == '-' || !printable) {
+    return base::Error::Message(fmt::format(
+        "--base: give a branch, tag or commit (at most {} printable characters, not starting "
+        "with '-')",
+        kMaxRevisionLength));
+  }
+  auto output = RunForLine(revision_read, rev, nullptr);
+  if (!output) return output.error();
+  if (output->code == kHarvestNoSuchCommitExit) {
+    return base::Error::Message(fmt::format("--base {}: names no commit in the workspace", rev));
+  }
+  if (output->code != 0) return ScriptFailure("resolving --base " + rev, output->code);
+  const bool hex = (output->text.size() == 40 || output->text.size() == 64) &&
+                   output->text.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (!hex) return base::Error::Message(fmt::format("--base {}: git named no commit id", rev));
+  return output->text;
 }
 
 base::Status WriteHarvestPatch(const HarvestPlan& plan, const std::string& base, int out_fd,

@@ -31,6 +31,15 @@ struct HarvestBounds {
 // branch.
 base::Result<std::string> ReadBaseCommit(const HarvestPlan& plan, HarvestBounds* bounds = nullptr);
 
+// The longest revision ResolveCommit takes.
+inline constexpr size_t kMaxRevisionLength = 256;
+
+// The commit id `rev` names: any revision git takes (a branch, a tag, HEAD~1, an
+// abbreviated or full id), resolved by `revision_read` (CompileRevisionRead). A revision
+// that starts with '-' or holds a blank, a control character or a byte outside ASCII is
+// refused first; one that names no commit is a one-line error.
+base::Result<std::string> ResolveCommit(const runtime::Plan& revision_read, const std::string& rev);
+
 // Writes the patch of everything done in the plan's workspace since `base` to `out_fd`.
 base::Status WriteHarvestPatch(const HarvestPlan& plan, const std::string& base, int out_fd,
                                HarvestBounds* bounds = nullptr);

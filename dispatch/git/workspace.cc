@@ -222,8 +222,66 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
                                           code, complaint.empty() ? "" : ": ", complaint));
 }
 
+namespace {
+
+constexpr int kGivenDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+
+// A missing given directory, made in `parent_fd` and opened. The caller makes it itself
+// when the parent is its own or root's and nobody else can write there, then hands it to
+// `ids` through its fd; in any other parent a child that became `ids` makes it (the caller
+// itself without ids), so nothing is made as root where another uid could change things.
+// Either way the directory opened, never through a link, must be its maker's: one swapped
+// in meanwhile is refused.
+struct MadeGivenDir {
+  base::UniqueFd fd;
+  RunAsIds remover;  // who removes it again: the caller (nullopt) in a parent of its own or root's
+};
+base::Result<MadeGivenDir> MakeGivenDir(const std::string& flag, const std::string& path,
+                                        int parent_fd, const std::string& name,
+                                        const RunAsIds& ids) {
+  struct stat parent {};
+  if (::fstat(parent_fd, &parent) != 0) return base::ErrnoError(flag, path);
+  const uid_t me = ::geteuid();
+  const bool own_parent = base::CheckDirStat(parent, {.owner = me}, path).ok();
+  const uid_t maker = own_parent || !ids ? me : ids->uid;
+  if (own_parent) {
+    if (::mkdirat(parent_fd, name.c_str(), 0755) != 0) {
+      return base::ErrnoError(flag + ": can't create", path);
+    }
+  } else {
+    auto made = RunChildAs(ids, [&](const base::ChildReport& report) -> int {
+      if (::mkdirat(parent_fd, name.c_str(), 0755) != 0) report.Fail(1, errno);
+      return 0;
+    });
+    if (!made) return made.error();
+    if (made->failure || made->status != 0) {
+      return base::Error(
+          made->failure ? made->failure->err : EPERM,
+          ids ? fmt::format("{} {}: the sandbox's uid {} can't create it in a directory of uid "
+                            "{} (create it first)",
+                            flag, path, ids->uid, parent.st_uid)
+              : fmt::format("{} {}: can't create it", flag, path));
+    }
+  }
+  base::UniqueFd fd(::openat(parent_fd, name.c_str(), kGivenDirFlags));
+  if (!fd) return base::ErrnoError(flag, path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return base::ErrnoError(flag, path);
+  if (st.st_uid != maker) {
+    return base::Error::Message(fmt::format("{} {}: replaced by uid {} while it was made; not used",
+                                            flag, path, st.st_uid));
+  }
+  if (own_parent && ids && ::fchown(fd.get(), ids->uid, ids->gid) != 0) {
+    return base::ErrnoError("Can't hand over", path);
+  }
+  const bool callers_parent = parent.st_uid == me || parent.st_uid == 0;
+  return MadeGivenDir{std::move(fd), callers_parent ? RunAsIds() : ids};
+}
+
+}  // namespace
+
 base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string& path, bool create,
-                                      const RunAsIds& ids) {
+                                      const RunAsIds& ids, const OpenedCheck& opened) {
   std::string absolute = Absolute(path);
   while (absolute.size() > 1 && absolute.ends_with('/')) absolute.pop_back();
   auto slash = absolute.rfind('/');
@@ -237,24 +295,14 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
   std::string real_parent = real;
   base::UniqueFd parent_fd(::open(real, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!parent_fd) return base::ErrnoError(flag, path);
-  constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-  base::UniqueFd fd(::openat(parent_fd.get(), name.c_str(), kFlags));
+  GivenDir dir;
+  base::UniqueFd fd(::openat(parent_fd.get(), name.c_str(), kGivenDirFlags));
+  std::optional<RunAsIds> made_by;  // set when this call made it: who removes it again
   if (!fd && errno == ENOENT && create) {
-    // Made by the sandbox's ids themselves when they are not ours: a root caller does not
-    // create things in a directory somebody else may own.
-    int pfd = parent_fd.get();
-    auto made = RunChildAs(ids, [&](const base::ChildReport& report) -> int {
-      if (::mkdirat(pfd, name.c_str(), 0755) != 0 && errno != EEXIST) report.Fail(1, errno);
-      return 0;
-    });
+    auto made = MakeGivenDir(flag, path, parent_fd.get(), name, ids);
     if (!made) return made.error();
-    if (made->failure || made->status != 0) {
-      return base::Error(made->failure ? made->failure->err : EPERM,
-                         ids ? fmt::format("{}: uid {} can't create", flag, ids->uid)
-                             : fmt::format("{}: can't create", flag),
-                         path);
-    }
-    fd.reset(::openat(parent_fd.get(), name.c_str(), kFlags));
+    fd = std::move(made->fd);
+    made_by = made->remover;
   }
   if (!fd) {
     struct stat link {};
@@ -267,7 +315,10 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
     }
     return base::ErrnoError(flag, path);
   }
-  GivenDir dir;
+  if (opened) {
+    if (auto st = opened(fd.get()); !st) return st.error();
+  }
+  if (made_by) dir.made_ = MadeHere{std::move(parent_fd), name, *made_by};
   dir.path_ = real_parent == "/" ? "/" + name : real_parent + "/" + name;
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return base::ErrnoError(flag, path);
@@ -279,6 +330,16 @@ base::Result<GivenDir> GivenDir::Open(const std::string& flag, const std::string
   }
   dir.fd_ = std::move(fd);
   return dir;
+}
+
+void GivenDir::RemoveIfMade() {
+  if (!made_) return;
+  MadeHere made = std::move(*made_);
+  made_.reset();
+  // rmdir: only while it is still empty, so nothing anybody put in it goes.
+  (void)RunInChildAs(made.remover, [&]() -> int {
+    return ::unlinkat(made.parent_fd.get(), made.name.c_str(), AT_REMOVEDIR) == 0 ? 0 : errno;
+  });
 }
 
 GivenDir::~GivenDir() {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -49,18 +50,31 @@ base::Status CloneRepository(const std::string& source, int dest_fd, const RunAs
 // they were, when this object goes away.
 class GivenDir {
  public:
-  // `create`: make it (mode 0755, as `ids` when set) when it does not exist.
+  // Runs on the opened directory before anything of it changes; its error ends Open.
+  using OpenedCheck = std::function<base::Status(int dir_fd)>;
+  // `create`: make it (mode 0755) when it does not exist, as `ids` when set: made by the
+  // caller and handed to them when the parent is the caller's or root's and nobody else
+  // can write it, else made by a child that became them.
   static base::Result<GivenDir> Open(const std::string& flag, const std::string& path, bool create,
-                                     const RunAsIds& ids);
+                                     const RunAsIds& ids, const OpenedCheck& opened = {});
   GivenDir(GivenDir&& other) noexcept = default;
   GivenDir& operator=(GivenDir&& other) noexcept = default;
   ~GivenDir();
 
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] int fd() const { return fd_.get(); }
+  // A directory Open made is removed again while it is still empty (a run that failed
+  // before the agent started); one it found is left alone.
+  void RemoveIfMade();
 
  private:
   GivenDir() = default;
+  struct MadeHere {
+    base::UniqueFd parent_fd;  // O_PATH
+    std::string name;
+    RunAsIds remover;  // who removes it: the caller (nullopt), or the ids that made it
+  };
+  std::optional<MadeHere> made_;
   std::string path_;
   base::UniqueFd fd_;
   std::optional<struct stat> restore_;  // owner and mode to give back

@@ -18,6 +18,7 @@
 #include "dispatch/git/workspace.h"
 #include "dispatch/host/dir.h"
 #include "dispatch/host/lock.h"
+#include "dispatch/host/workspace_lock.h"
 #include "dispatch/sys/caller_stderr.h"
 #include "netns/hosts.h"
 
@@ -228,7 +229,15 @@ base::Result<DispatchDirs> FillDispatchDirs(
     return path;
   };
   if (request.workspace) {
-    auto given = GivenDir::Open("--workspace", *request.workspace, /*create=*/false, run_as);
+    // Locked before anything of it changes: a run that finds it in use leaves it as it is.
+    auto lock_it = [&](int fd) -> base::Status {
+      auto locked = LockWorkspace(fd, *request.workspace, run_as.has_value());
+      if (!locked) return locked.error();
+      dirs.workspace_lock = std::move(*locked);
+      return {};
+    };
+    auto given =
+        GivenDir::Open("--workspace", *request.workspace, /*create=*/false, run_as, lock_it);
     if (!given) return given.error();
     dirs.workspace = given->path();
     dirs.given_workspace.emplace(std::move(*given));

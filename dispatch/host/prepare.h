@@ -38,6 +38,9 @@ base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
 std::string SandboxUserName(uid_t uid);
 
 struct DispatchDirs {
+  // A given --workspace's lock (dispatch/host/workspace_lock.h), held while this exists;
+  // first, so it goes last.
+  base::UniqueFd workspace_lock;
   std::string workspace;
   std::string out;
   // <root>/<id> when this run made it (else `made_dir` is empty): what a failed run removes.
@@ -57,10 +60,11 @@ struct DispatchDirs {
   base::UniqueFd object_cache_lock;
 };
 // Makes <root>/<id> fresh in a verified root (--workspace-root or DefaultWorkspaceRoot),
-// clones --repo into <root>/<id>/workspace as the sandbox's ids, or opens --workspace;
-// opens or creates --out (default <root>/<id>/out). With run-as ids both belong to them.
-// A stop signal on `stop_fd` during the clone ends it (`*stopped_by` says which). When
-// anything fails, <root>/<id> is removed again before returning.
+// clones --repo into <root>/<id>/workspace as the sandbox's ids, or opens and locks
+// --workspace (refused while another run holds it); opens or creates --out (default
+// <root>/<id>/out). With run-as ids both belong to them. A stop signal on `stop_fd` during the
+// clone ends it (`*stopped_by` says which). When anything fails, <root>/<id> is removed again
+// before returning.
 base::Result<DispatchDirs> PrepareDispatchDirs(
     const DispatchRequest& request, const std::string& id,
     const std::optional<runtime::SandboxSpec::HostIds>& run_as, int stop_fd = -1,

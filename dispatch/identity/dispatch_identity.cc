@@ -1,5 +1,7 @@
 #include "dispatch/identity/dispatch_identity.h"
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include "dispatch/host/prepare.h"
@@ -9,10 +11,13 @@ namespace sbx::dispatch {
 std::vector<std::string> LeaseHoldPaths(const DispatchRequest& request, const std::string& id) {
   auto dirs = PlanDispatchDirs(request, id, /*root_caller=*/true);
   if (!dirs) return {};
-  // A given directory holds the lease only once it is lent (hand_back.h).
+  // A given directory holds the lease only once it is lent (hand_back.h); a given --out
+  // that does not exist yet may be made as the leased ids before that, so it holds the
+  // lease from the start.
   std::vector<std::string> paths;
   if (!request.workspace) paths.push_back(dirs->workspace);
-  if (!request.out) paths.push_back(dirs->out);
+  struct stat st {};
+  if (!request.out || ::lstat(dirs->out.c_str(), &st) != 0) paths.push_back(dirs->out);
   return paths;
 }
 

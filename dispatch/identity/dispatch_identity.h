@@ -24,7 +24,7 @@ struct DispatchIdentity {
 };
 
 // The paths that hold the lease from the start: the workspace and out dir the dispatch
-// will make in <root>/<id>, by name, before they exist.
+// will make in <root>/<id>, and a given --out it will make, by name, before they exist.
 std::vector<std::string> LeaseHoldPaths(const DispatchRequest& request, const std::string& id);
 
 // True when this dispatch gets a leased identity: a root caller, no --run-as, and the

@@ -94,6 +94,12 @@ constexpr const char* kBaseScript = R"sh(
 g rev-parse -q --verify 'HEAD^{commit}' 2>/dev/null || :
 )sh";
 
+// $base: the revision, from stdin (the prelude reads it), checked by the caller not to
+// start with '-' (no option).
+constexpr const char* kRevisionScript = R"sh(
+g rev-parse -q --verify "$base^{commit}" 2>/dev/null || exit 87
+)sh";
+
 // The harvest sandbox for `script` with /bin/sh, within the harvest's bounds.
 runtime::SandboxSpec HarvestSpec(const HarvestFacts& facts, const security::BpfProgram& seccomp,
                                  const std::string& script, const std::vector<std::string>& args,
@@ -153,6 +159,13 @@ base::Result<HarvestPlan> CompileHarvestPlan(const HarvestFacts& facts,
   if (!patch) return patch.error();
   planned.patch = std::move(*patch);
   return planned;
+}
+
+base::Result<runtime::Plan> CompileRevisionRead(const HarvestFacts& facts,
+                                                const runtime::HostFacts& host) {
+  auto seccomp = security::CompileDefaultSeccompPolicy();
+  if (!seccomp) return seccomp.error();
+  return CompileHarvestRun(HarvestSpec(facts, *seccomp, kRevisionScript, {}, {}), host);
 }
 
 }  // namespace sbx::dispatch

@@ -66,4 +66,13 @@ struct HarvestPlan {
 base::Result<HarvestPlan> CompileHarvestPlan(const HarvestFacts& facts,
                                              const runtime::HostFacts& host);
 
+// The revision read's exit status for a revision that names no commit.
+inline constexpr int kHarvestNoSuchCommitExit = 87;
+
+// For `harvest --base REV`: the run, in the same sandbox and with the same settings, that
+// reads a revision on its stdin and prints the commit it names (exit
+// kHarvestNoSuchCommitExit when it names none).
+base::Result<runtime::Plan> CompileRevisionRead(const HarvestFacts& facts,
+                                                const runtime::HostFacts& host);
+
 }  // namespace sbx::dispatch

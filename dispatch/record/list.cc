@@ -175,19 +175,23 @@ uint64_t DiskUsageBelow(int dirfd, std::optional<uid_t> walk_uid) {
   return walk.bytes;
 }
 
+std::optional<DispatchEntry> FindDispatch(const DispatchRoot& root, const std::string& id,
+                                          int64_t now) {
+  if (!root.fd || !IsDispatchId(id)) return std::nullopt;
+  auto dir = OpenDirAt(root.fd.get(), id);
+  if (!dir) return std::nullopt;  // absent, a symlink, or gone since
+  struct stat st {};
+  if (::fstat(dir->get(), &st) != 0 || st.st_uid != ::geteuid()) return std::nullopt;
+  return Inspect(root, dir->get(), id, st, now);
+}
+
 base::Result<std::vector<DispatchEntry>> ListDispatches(const DispatchRoot& root, int64_t now) {
   std::vector<DispatchEntry> entries;
   if (!root.fd) return entries;
   auto names = ListDirAt(root.fd.get());
   if (!names) return base::Error(names.error().err(), "Can't list", root.path);
-  const uid_t me = ::geteuid();
   for (const auto& name : *names) {
-    if (!IsDispatchId(name)) continue;
-    auto dir = OpenDirAt(root.fd.get(), name);
-    if (!dir) continue;  // a symlink, or gone since
-    struct stat st {};
-    if (::fstat(dir->get(), &st) != 0 || st.st_uid != me) continue;
-    entries.push_back(Inspect(root, dir->get(), name, st, now));
+    if (auto entry = FindDispatch(root, name, now)) entries.push_back(std::move(*entry));
   }
   std::stable_sort(
       entries.begin(), entries.end(),

@@ -47,13 +47,18 @@ struct DispatchEntry {
 // seconds since the epoch.
 base::Result<std::vector<DispatchEntry>> ListDispatches(const DispatchRoot& root, int64_t now);
 
+// The one dispatch `id` of `root` (12 hex digits), looked at as ListDispatches does; nullopt
+// when `root` holds no such directory of the caller's.
+std::optional<DispatchEntry> FindDispatch(const DispatchRoot& root, const std::string& id,
+                                          int64_t now);
+
 // The du-like size of everything below `dirfd` (not itself), on its filesystem, without
 // following a symlink; hard-linked files once. Directories the walker cannot open count for
 // themselves only. `walk_uid`: only directories this uid owns are entered (a root caller's
 // rule), or every one when nullopt.
 uint64_t DiskUsageBelow(int dirfd, std::optional<uid_t> walk_uid);
 
-// gc: removes <root>/<id> unless its run still holds the lock (then false). The lock is
+// gc and rm: removes <root>/<id> unless its run still holds the lock (then false). The lock is
 // taken first and held through the removal.
 base::Result<bool> RemoveFinishedDispatch(const DispatchRoot& root, const DispatchEntry& entry);
 

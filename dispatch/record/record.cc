@@ -77,6 +77,40 @@ std::optional<std::string> ReadJsonString(std::string_view text, size_t* i) {
   return std::nullopt;
 }
 
+void SkipBlanks(std::string_view text, size_t* i) {
+  while (*i < text.size() && (text[*i] == ' ' || text[*i] == '\n')) ++*i;
+}
+
+// The `labels` object starting at text[*i] ('{'): its string members, *i past its '}'.
+// nullopt (and *i unchanged) when it is anything else.
+std::optional<std::vector<DispatchLabel>> ReadLabels(std::string_view text, size_t* i) {
+  size_t k = *i;
+  if (k >= text.size() || text[k] != '{') return std::nullopt;
+  ++k;
+  std::vector<DispatchLabel> labels;
+  SkipBlanks(text, &k);
+  while (k < text.size() && text[k] != '}') {
+    if (!labels.empty()) {
+      if (text[k] != ',') return std::nullopt;
+      ++k;
+      SkipBlanks(text, &k);
+    }
+    auto key = ReadJsonString(text, &k);
+    if (!key) return std::nullopt;
+    SkipBlanks(text, &k);
+    if (k == text.size() || text[k] != ':') return std::nullopt;
+    ++k;
+    SkipBlanks(text, &k);
+    auto value = ReadJsonString(text, &k);
+    if (!value) return std::nullopt;
+    labels.push_back({std::move(*key), std::move(*value)});
+    SkipBlanks(text, &k);
+  }
+  if (k == text.size()) return std::nullopt;
+  *i = k + 1;
+  return labels;
+}
+
 }  // namespace
 
 base::Status WriteDispatchRecord(int dir_fd, const std::string& text) {
@@ -117,12 +151,14 @@ std::optional<DispatchRecord> ParseDispatchRecord(std::string_view text) {
       auto name = ReadJsonString(text, &i);
       if (!name) return std::nullopt;
       if (!key) continue;
-      while (i < text.size() && (text[i] == ' ' || text[i] == '\n')) ++i;
+      SkipBlanks(text, &i);
       if (i == text.size() || text[i] != ':') return std::nullopt;
       ++i;
-      while (i < text.size() && (text[i] == ' ' || text[i] == '\n')) ++i;
+      SkipBlanks(text, &i);
       last = ':';
-      if (i < text.size() && text[i] == '"') {
+      if (*name == "labels") {
+        if (auto labels = ReadLabels(text, &i)) record.labels = std::move(*labels);
+      } else if (i < text.size() && text[i] == '"') {
         auto value = ReadJsonString(text, &i);
         if (!value) return std::nullopt;
         std::string* field = *name == "reason"       ? &record.reason

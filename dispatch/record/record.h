@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
@@ -33,6 +34,7 @@ struct DispatchRecord {
   std::string started_at;  // RFC 3339, UTC
   std::string workspace;
   std::string out;
+  std::vector<DispatchLabel> labels;  // run --label (dispatch/request/labels.h)
 };
 // Reads these fields of a status document (the top-level object only). nullopt when it has
 // no `reason`, or breaks off inside a string (a truncated or foreign file).

@@ -40,6 +40,15 @@ std::string_view ReasonName(DispatchReason reason) {
   return "runtime-error";
 }
 
+std::string RenderLabelsJson(std::span<const DispatchLabel> labels) {
+  std::string members;
+  for (const DispatchLabel& label : labels) {
+    members += fmt::format("{}{}: {}", members.empty() ? "" : ", ", JsonQuote(label.key),
+                           JsonQuote(label.value));
+  }
+  return "{" + members + "}";
+}
+
 std::string RenderStatusJson(const DispatchResult& r) {
   std::string routes;
   for (const auto& route : r.routes) {
@@ -79,6 +88,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
       "  \"network_note\": {},\n"
       "  \"limits\": {},\n"
       "  \"started_at\": {},\n"
+      "  \"labels\": {},\n"
       "  \"landlock\": {{\"abi\": {}, \"enforced\": [{}]}},\n"
       "  \"base_commit\": {},\n"
       "  \"workspace_tainted\": {},\n"
@@ -91,7 +101,7 @@ std::string RenderStatusJson(const DispatchResult& r) {
       r.reason == DispatchReason::kRunning ? "null" : fmt::format("{}", r.exit_code), signal,
       signal_name, JsonQuote(ReasonName(r.reason)), stop_signal, error,
       r.network_note.empty() ? "null" : JsonQuote(r.network_note), r.limits_json,
-      JsonQuote(r.started_at), r.landlock_abi, landlock_parts,
+      JsonQuote(r.started_at), RenderLabelsJson(r.labels), r.landlock_abi, landlock_parts,
       r.base_commit.empty() ? "null" : JsonQuote(r.base_commit),
       r.workspace_tainted ? "true" : "false", taint, patch_error, r.setup_ms, r.total_ms);
 }

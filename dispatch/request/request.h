@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/request/labels.h"
+
 namespace sbx::dispatch {
 
 enum class AgentPreset { kNone, kClaude, kOpencode };
@@ -49,6 +51,7 @@ struct DispatchRequest {
   bool rm = false;                          // --rm: <root>/<id> removed at the end
   bool die_with_parent = false;             // --die-with-parent: `run` stops when its caller dies
   std::optional<std::string> id_file;       // --id-file FILE: the dispatch id, once known
+  std::vector<DispatchLabel> labels;        // --label KEY=VALUE (labels.h)
   std::optional<std::string>
       tmpfs_size;                     // --tmpfs-size: home and /tmp, each (dispatch/plan/limits.h)
   std::optional<std::string> memory;  // --memory

@@ -57,6 +57,7 @@ struct DispatchResult {
   // runtime cannot see it run into (dispatch.cc NoteLandlockNetwork).
   std::string network_note;
   std::string started_at;
+  std::vector<DispatchLabel> labels;        // --label, as given
   int landlock_abi = 0;                     // the kernel's Landlock ABI (0: none)
   std::vector<std::string> landlock_parts;  // the Landlock parts applied to the agent
   std::string base_commit;         // HEAD of the workspace before the agent ran ("" if none)

@@ -241,6 +241,14 @@ void TtySession::StopSandboxOutput() {
 }
 
 void TtySession::Finish() {
+  // An agent that writes and exits at once may end the sandbox before the loop got round to
+  // the supervisor's handover: the master is still queued on the socket, holding all the
+  // agent wrote. It is taken now, before `run` reaps the sandbox, so that output is relayed
+  // too (both steps are non-blocking and do nothing when nothing is queued).
+  if (!relay_ && !hung_up_) {
+    if (listener_) OnConnection();
+    if (channel_) OnHandover();
+  }
   if (relay_) relay_->Drain();
   if (output_read_) OnSandboxOutput();  // nothing holds the write end now: reads to EOF
   raw_.Restore();

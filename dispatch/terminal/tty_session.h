@@ -14,8 +14,10 @@
 //                  the agent exists) brings the master; then raw mode, the current window
 //                  size, and the relay. SIGWINCH copies the size again (TIOCSWINSZ on the
 //                  master, so the agent's foreground job gets SIGWINCH).
-//   4. Finish():   after the sandbox ended: the agent's last output, then the terminal's
-//                  settings back. The destructor restores them too, on every other way out.
+//   4. Finish():   after the sandbox ended: a handover still queued on tty.sock (the agent
+//                  wrote and exited before the loop took it), the agent's last output, then
+//                  the terminal's settings back. The destructor restores them too, on every other
+//                  way out.
 // Caller: the single-threaded host-side dispatch process. The loop outlives the session.
 #pragma once
 

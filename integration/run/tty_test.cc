@@ -303,6 +303,23 @@ TEST_F(RunTtyTest, LastOutputIsNotLost) {
       << terminal->Printable().substr(0, 2000);
 }
 
+// An agent that writes and exits at once may end the sandbox before `run` took its terminal:
+// its bytes still reach the caller, exactly (nothing lost, nothing added), on a terminal and
+// with --tty when the caller's output is a pipe.
+TEST_F(RunTtyTest, AgentThatExitsAtOnceDeliversExactlyItsBytes) {
+  auto terminal = Start({"sh", "-c", "printf a"});
+  EXPECT_EQ(terminal->Wait(kWatchdog), 0) << terminal->Printable();
+  // `run`'s own lines (the dispatch, notices) come first, each ending with CR LF.
+  const std::string& out = terminal->output();
+  const size_t own_lines_end = out.rfind("\r\n");
+  ASSERT_NE(own_lines_end, std::string::npos) << terminal->Printable();
+  EXPECT_EQ(out.substr(own_lines_end + 2), "a") << terminal->Printable();
+
+  RunResult piped = RunAteam(Options({"--tty"}), {"sh", "-c", "printf a"});
+  EXPECT_EQ(piped.exit_code, 0) << Describe(piped);
+  EXPECT_EQ(piped.out, "a") << Describe(piped);
+}
+
 }  // namespace
 }  // namespace sbx::integration::run
 

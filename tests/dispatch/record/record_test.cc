@@ -49,6 +49,28 @@ DispatchResult FinishedResult() {
   return r;
 }
 
+TEST_F(DispatchRecordTest, LabelsComeBackFromTheRecord) {
+  DispatchResult r = FinishedResult();
+  r.labels = {{"team", "infra"}, {"job", "a/b:42"}, {"empty", ""}};
+  std::string text = RenderStatusJson(r);
+  EXPECT_NE(text.find(R"("labels": {"team": "infra", "job": "a/b:42", "empty": ""})"),
+            std::string::npos)
+      << text;
+  auto record = ParseDispatchRecord(text);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->labels, r.labels);
+  EXPECT_EQ(record->reason, "exited");
+  r.labels.clear();
+  record = ParseDispatchRecord(RenderStatusJson(r));
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(record->labels.empty());
+  // A labels member that is not an object of strings is left out, the rest read as before.
+  record = ParseDispatchRecord(R"({"labels": {"a": 1}, "reason": "exited", "exit_code": 2})");
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(record->labels.empty());
+  EXPECT_EQ(record->exit_code, 2);
+}
+
 TEST_F(DispatchRecordTest, WhatRunWritesLsReadsBack) {
   DispatchResult r = FinishedResult();
   auto record = ParseDispatchRecord(RenderStatusJson(r));

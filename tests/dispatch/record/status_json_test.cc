@@ -41,6 +41,7 @@ TEST(StatusJsonTest, ExitedDocumentIsExact) {
             "  \"network_note\": null,\n"
             "  \"limits\": null,\n"
             "  \"started_at\": \"2026-12-01T15:00:00Z\",\n"
+            "  \"labels\": {},\n"
             "  \"landlock\": {\"abi\": 7, \"enforced\": [\"fs\", \"net\", \"scope\"]},\n"
             "  \"base_commit\": null,\n"
             "  \"workspace_tainted\": false,\n"

@@ -1,0 +1,61 @@
+#include "dispatch/host/workspace_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "base/safe_path.h"
+#include "dispatch/git/workspace.h"
+
+namespace sbx::dispatch {
+namespace {
+
+constexpr const char* kLockDirName = "workspace-locks";
+
+// <parent of the default dispatch root>/workspace-locks, the caller's own, made when absent.
+// The chain keeps the dispatch root's mode (0711 for root: the sandbox's ids pass through
+// it to their dispatch directories); the lock directory itself is 0700.
+base::Result<base::UniqueFd> OpenLockDir(bool root_caller) {
+  auto root = DefaultWorkspaceRoot(root_caller);
+  if (!root) return root.error();
+  const std::string base = root->substr(0, root->rfind('/'));
+  auto base_fd = base::OpenOrMakeTrustedDir(base, root_caller ? 0711 : 0700, ::geteuid());
+  if (!base_fd) return base_fd.error();
+  return base::MakeTrustedDir(base_fd->get(), kLockDirName, 0700, ::geteuid(),
+                              base + "/" + kLockDirName);
+}
+
+}  // namespace
+
+base::Result<base::UniqueFd> LockWorkspace(int workspace_fd, const std::string& shown_path,
+                                           bool root_caller) {
+  struct stat ws {};
+  if (::fstat(workspace_fd, &ws) != 0) return base::ErrnoError("--workspace", shown_path);
+  auto dir = OpenLockDir(root_caller);
+  if (!dir) return dir.error().WithContext("the lock of --workspace " + shown_path);
+  const std::string name = fmt::format("{:x}-{:x}", static_cast<unsigned long long>(ws.st_dev),
+                                       static_cast<unsigned long long>(ws.st_ino));
+  auto file = base::OpenBeneath(dir->get(), name, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+  if (!file) return file.error().WithContext("the lock of --workspace " + shown_path);
+  struct stat st {};
+  if (::fstat(file->get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    return base::Error::Message(
+        fmt::format("the lock of --workspace {}: {} is not a file of ours", shown_path, name));
+  }
+  while (::flock(file->get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return base::Error::Message(fmt::format(
+          "--workspace {}: another dispatch is running in it (one run per workspace at a time)",
+          shown_path));
+    }
+    if (errno != EINTR) return base::ErrnoError("Can't lock --workspace", shown_path);
+  }
+  return file;
+}
+
+}  // namespace sbx::dispatch
