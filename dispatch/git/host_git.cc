@@ -14,6 +14,7 @@
 #include "base/unique_fd.h"
 #include "dispatch/git/git_child_env.h"
 #include "dispatch/sys/run_as_child.h"
+#include "dispatch/sys/stop_signals.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -24,10 +25,13 @@ constexpr size_t kErrorsLimit = 1 << 16;
 [[noreturn]] void GitChild(int dir_fd, const std::vector<std::string>& args,
                            const HostGitOptions& options, int out_fd, int err_fd,
                            const base::ChildReport& report) {
+  // Both sides set the group, so it exists whichever runs first.
+  if (options.stop_fd >= 0) (void)::setpgid(0, 0);
   if (::fchdir(dir_fd) != 0) FailGitStep(report, GitChildStep::kEnter, errno);
   const int err = PrepareGitChild({.safe_directories = options.safe_directories, .offline = true});
   if (err != 0) FailGitStep(report, GitChildStep::kConfigure, err);
-  ::dup2(out_fd, STDOUT_FILENO);
+  if (out_fd < 0) out_fd = ::open("/dev/null", O_WRONLY);
+  if (out_fd >= 0) ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);
   int in_fd = options.stdin_fd >= 0 ? options.stdin_fd : ::open("/dev/null", O_RDONLY);
   if (in_fd >= 0) ::dup2(in_fd, STDIN_FILENO);
@@ -74,13 +78,14 @@ base::Result<HostGitRun> RunHostGit(const RunAsIds& ids, int dir_fd,
   if (!err_pipe) return err_pipe.error();
   base::UniqueFd out_read;
   base::UniqueFd out_write;
-  if (options.stdout_fd < 0) {
+  const bool stoppable = options.stop_fd >= 0;
+  if (options.stdout_fd < 0 && !stoppable) {
     auto out_pipe = base::MakePipe();
     if (!out_pipe) return out_pipe.error();
     out_read = std::move(out_pipe->read_end);
     out_write = std::move(out_pipe->write_end);
   }
-  int child_out = options.stdout_fd >= 0 ? options.stdout_fd : out_write.get();
+  int child_out = options.stdout_fd >= 0 ? options.stdout_fd : out_write ? out_write.get() : -1;
   int child_err = err_pipe->write_end.get();
   HostGitRun run;
   auto child = RunChildAs(
@@ -88,14 +93,23 @@ base::Result<HostGitRun> RunHostGit(const RunAsIds& ids, int dir_fd,
       [&](const base::ChildReport& report) -> int {
         GitChild(dir_fd, args, options, child_out, child_err, report);
       },
-      [&](pid_t) {
+      [&](pid_t pid) {
         out_write.reset();
         err_pipe->write_end.reset();
+        if (stoppable) {
+          (void)::setpgid(pid, pid);
+          base::UniqueFd pidfd(base::PidfdOpen(pid));
+          if (pidfd) {
+            run.stopped_by = WaitOrStop(pidfd.get(), options.stop_fd, pid, err_pipe->read_end.get(),
+                                        &run.errors, kErrorsLimit);
+          }
+          if (run.stopped_by != 0) return;
+        }
         Drain(out_read ? out_read.get() : -1, err_pipe->read_end.get(), &run.output, &run.errors);
       });
   if (!child) return child.error();
   run.exit_code = base::ExitCodeFromWaitStatus(child->status);
-  if (!child->failure) return run;
+  if (!child->failure || run.stopped_by != 0) return run;
   const int err = child->failure->err;
   std::string who = ids ? fmt::format("uid {}", ids->uid) : std::string("this user");
   switch (static_cast<GitChildStep>(child->failure->step)) {

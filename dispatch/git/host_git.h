@@ -39,12 +39,18 @@ struct HostGitOptions {
   int stdout_fd = -1;
   // What git reads on stdin; -1: /dev/null.
   int stdin_fd = -1;
+  // The dispatch's stop signals and deadline (stop_signals.h), or -1. When set, git runs
+  // in a process group of its own, which a signal arriving there kills (WaitOrStop, as
+  // for the plain clone); HostGitRun::stopped_by then names it. Git's stdout is /dev/null
+  // then unless stdout_fd is set: only one pipe is read while waiting.
+  int stop_fd = -1;
 };
 
 struct HostGitRun {
   int exit_code = 0;
   std::string output;  // stdout (the first 1 MiB), unless HostGitOptions::stdout_fd was set
   std::string errors;  // stderr (the first 64 KiB)
+  int stopped_by = 0;  // the stop signal that killed git (HostGitOptions::stop_fd), or 0
 };
 
 // Runs `git ARGS...` in the directory `dir_fd` as `ids` (this process's own ids when

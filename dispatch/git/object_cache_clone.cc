@@ -15,6 +15,7 @@
 #include "dispatch/git/object_cache_manifest.h"
 #include "dispatch/sys/at_file.h"
 #include "dispatch/sys/run_as_child.h"
+#include "dispatch/sys/stop_signals.h"
 
 namespace sbx::dispatch {
 namespace {
@@ -141,6 +142,14 @@ base::Result<CacheRefs> ReadScratchRefs(int scratch_fd, const RunAsIds& ids,
   return refs;
 }
 
+// A git step that a stop signal or the deadline ended: reported as the plain clone's is,
+// with the signal in `stop.stopped_by`.
+base::Error Interrupted(const HostGitRun& run, const Stop& stop) {
+  if (stop.stopped_by != nullptr) *stop.stopped_by = run.stopped_by;
+  return base::Error::Message(
+      fmt::format("interrupted by {} during the clone", StopSignalName(run.stopped_by)));
+}
+
 // Step 2 of object_cache_clone.h: the source fetched by the dispatch's user into a
 // scratch repository (borrowing from `reference`, the checked cache, when there is one).
 struct Fetched {
@@ -150,7 +159,7 @@ struct Fetched {
 
 base::Result<Fetched> FetchSource(const std::string& source, const CacheRoot& root,
                                   const CacheKey& key, const std::optional<std::string>& reference,
-                                  int dispatch_fd, const RunAsIds& ids) {
+                                  int dispatch_fd, const RunAsIds& ids, const Stop& stop) {
   // Its own name each time: a second fetch (the cache made anew) may follow a first.
   auto scratch = MakeScratch(dispatch_fd, reference ? "cache-fetch" : "cache-fill", ids);
   if (!scratch) return scratch.error();
@@ -159,8 +168,12 @@ base::Result<Fetched> FetchSource(const std::string& source, const CacheRoot& ro
   std::vector<std::string> args = {"clone", "--bare", "--no-local", "--quiet"};
   if (reference) args.insert(args.end(), {"--reference", *reference});
   args.insert(args.end(), {"--", key.source, "."});
+  options.stop_fd = stop.fd;
   auto fetched = RunHostGit(ids, scratch->fd.get(), args, options);
+  options.stop_fd = -1;
   if (!fetched) return fetched.error();
+  // The scratch goes with what was fetched into it; the cache was not touched.
+  if (fetched->stopped_by != 0) return Interrupted(*fetched, stop);
   if (fetched->exit_code != 0) {
     return base::Error::Message(fmt::format("--repo {}: git clone for the object cache failed: {}",
                                             source, GitComplaintLine(fetched->errors)));
@@ -179,11 +192,13 @@ base::Result<std::string> Install(const CacheRoot& root, const CacheKey& key,
 
 // Step 4: the workspace as `git clone --shared CACHE`, as the dispatch's user.
 base::Status CloneShared(const std::string& source, const CacheKey& key, const std::string& cache,
-                         int ws_fd, const RunAsIds& ids) {
+                         int ws_fd, const RunAsIds& ids, const Stop& stop) {
   HostGitOptions options;
   options.safe_directories = SafeDirectories(key, cache);
+  options.stop_fd = stop.fd;
   auto cloned = RunHostGit(ids, ws_fd, {"clone", "--shared", "--quiet", "--", cache, "."}, options);
   if (!cloned) return cloned.error();
+  if (cloned->stopped_by != 0) return Interrupted(*cloned, stop);
   if (cloned->exit_code != 0) {
     return base::Error::Message(fmt::format("--repo {}: git clone from the object cache failed: {}",
                                             source, GitComplaintLine(cloned->errors)));
@@ -203,7 +218,14 @@ void DropCache(const CacheRoot& root, const CacheKey& key) {
 base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
                                                  const std::string& cache_root, int dispatch_fd,
                                                  int ws_fd, const RunAsIds& ids,
-                                                 std::vector<std::string>* notices) {
+                                                 std::vector<std::string>* notices,
+                                                 const Stop& given_stop) {
+  int signal = 0;
+  const Stop stop = {
+      .fd = given_stop.fd,
+      .stopped_by = given_stop.stopped_by != nullptr ? given_stop.stopped_by : &signal};
+  // A stop is no failure of the cache: nothing is made anew after one.
+  auto stopped = [&] { return *stop.stopped_by != 0; };
   auto key = CacheKeyOf(source);
   if (!key) return key.error();
   auto root = OpenCacheRoot(cache_root, ids.has_value());
@@ -217,12 +239,12 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
     notices->push_back(fmt::format(
         "--object-cache: the cache of {} failed its check ({}): made anew", key->source, why));
   }
-  auto fetched = FetchSource(source, *root, *key, *checked, dispatch_fd, ids);
+  auto fetched = FetchSource(source, *root, *key, *checked, dispatch_fd, ids, stop);
   bool had_cache = checked->has_value();
   // Made anew from the source alone when the cache failed in use (a fetch that borrows
   // from it, or the clone from it): only a failure that remains is reported.
   auto anew = [&]() -> base::Result<std::string> {
-    auto alone = FetchSource(source, *root, *key, std::nullopt, dispatch_fd, ids);
+    auto alone = FetchSource(source, *root, *key, std::nullopt, dispatch_fd, ids, stop);
     if (!alone) return alone.error();
     DropCache(*root, *key);
     notices->push_back(
@@ -230,16 +252,16 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
     had_cache = false;
     return Install(*root, *key, *alone, ids);
   };
-  auto cache = fetched     ? Install(*root, *key, *fetched, ids)
-               : had_cache ? anew()
-                           : base::Result<std::string>(fetched.error());
+  auto cache = fetched                   ? Install(*root, *key, *fetched, ids)
+               : had_cache && !stopped() ? anew()
+                                         : base::Result<std::string>(fetched.error());
   if (!cache) return cache.error();
   // Shared from now on: dispatches of one source check out side by side.
   if (auto st = ShareCacheLock(lock->get()); !st) return st.error();
-  auto cloned = CloneShared(source, *key, *cache, ws_fd, ids);
+  auto cloned = CloneShared(source, *key, *cache, ws_fd, ids, stop);
   // A cache that passed its checks and still failed the clone is made anew when no other
   // dispatch borrows from it now; otherwise only moved aside, for the next one to make.
-  if (!cloned && had_cache) {
+  if (!cloned && had_cache && !stopped()) {
     if (::flock(lock->get(), LOCK_EX | LOCK_NB) != 0) {
       DropCache(*root, *key);
       return cloned.error();
@@ -248,7 +270,7 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
     cache = anew();
     if (!cache) return cache.error();
     if (auto st = ShareCacheLock(lock->get()); !st) return st.error();
-    cloned = CloneShared(source, *key, *cache, ws_fd, ids);
+    cloned = CloneShared(source, *key, *cache, ws_fd, ids, stop);
   }
   if (!cloned) return cloned.error();
   return BorrowedStore{.cache = *cache, .lock = std::move(*lock)};

@@ -31,13 +31,24 @@ struct BorrowedStore {
   base::UniqueFd lock;  // its lock, shared: held while the workspace borrows from it
 };
 
+// The dispatch's stop signals and deadline: `fd` a signalfd (stop_signals.h) or -1; the
+// signal that ended a git step is stored in `*stopped_by`.
+struct Stop {
+  int fd = -1;
+  int* stopped_by = nullptr;
+};
+
 // `cache_root` is the directory of the caller's caches (DefaultObjectCacheRoot unless
 // --cache-root), `dispatch_fd` <root>/<id> (the scratch is made there and removed again), `ws_fd`
 // the fresh, empty workspace, already the dispatch's user's. Lines for the caller's terminal (a
-// cache made anew, and why) go to `notices`.
+// cache made anew, and why) go to `notices`. Every git step runs in a process group of its
+// own that a signal on `stop.fd` kills, as the plain clone's (CloneRepository); the
+// scratch goes then, the cache stays as it was or as a whole install left it, and
+// nothing is made anew; the caller removes the workspace.
 base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
                                                  const std::string& cache_root, int dispatch_fd,
                                                  int ws_fd, const RunAsIds& ids,
-                                                 std::vector<std::string>* notices);
+                                                 std::vector<std::string>* notices,
+                                                 const Stop& stop = {});
 
 }  // namespace sbx::dispatch

@@ -210,8 +210,9 @@ base::Result<DispatchDirs> FillDispatchDirs(
         auto cache_root = ObjectCacheRootPath(request, run_as.has_value());
         if (!cache_root) return cache_root.error();
         std::vector<std::string> notices;
-        auto borrowed = CloneFromObjectCache(*request.repo, *cache_root, dispatch_fd, fd->get(),
-                                             run_as, &notices);
+        auto borrowed =
+            CloneFromObjectCache(*request.repo, *cache_root, dispatch_fd, fd->get(), run_as,
+                                 &notices, {.fd = stop_fd, .stopped_by = stopped_by});
         for (const auto& line : notices) NoticeToCaller("notice: " + line);
         if (!borrowed) return borrowed.error();
         dirs.object_cache = borrowed->cache;
