@@ -230,8 +230,10 @@ base::Result<DispatchDirs> FillDispatchDirs(
   };
   if (request.workspace) {
     // Locked before anything of it changes: a run that finds it in use leaves it as it is.
+    auto lock_root = WorkspaceRootPath(request, run_as.has_value());
+    if (!lock_root) return lock_root.error();
     auto lock_it = [&](int fd) -> base::Status {
-      auto locked = LockWorkspace(fd, *request.workspace, run_as.has_value());
+      auto locked = LockWorkspace(fd, *request.workspace, *lock_root, run_as.has_value());
       if (!locked) return locked.error();
       dirs.workspace_lock = std::move(*locked);
       return {};

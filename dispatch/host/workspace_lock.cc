@@ -10,33 +10,30 @@
 #include <fmt/format.h>
 
 #include "base/safe_path.h"
-#include "dispatch/git/workspace.h"
 
 namespace sbx::dispatch {
 namespace {
 
-constexpr const char* kLockDirName = "workspace-locks";
+constexpr const char* kLockDirName = ".workspace-locks";
 
-// <parent of the default dispatch root>/workspace-locks, the caller's own, made when absent.
-// The chain keeps the dispatch root's mode (0711 for root: the sandbox's ids pass through
-// it to their dispatch directories); the lock directory itself is 0700.
-base::Result<base::UniqueFd> OpenLockDir(bool root_caller) {
-  auto root = DefaultWorkspaceRoot(root_caller);
-  if (!root) return root.error();
-  const std::string base = root->substr(0, root->rfind('/'));
-  auto base_fd = base::OpenOrMakeTrustedDir(base, root_caller ? 0711 : 0700, ::geteuid());
-  if (!base_fd) return base_fd.error();
-  return base::MakeTrustedDir(base_fd->get(), kLockDirName, 0700, ::geteuid(),
-                              base + "/" + kLockDirName);
+// <dispatch root>/.workspace-locks, the caller's own, made when absent. The dispatch root
+// is verified and made as for the dispatch directories (0711 for root: the sandbox's ids
+// pass through it to theirs); the lock directory itself is 0700. Its name is no dispatch
+// id, so ls, gc and rm never take it for one.
+base::Result<base::UniqueFd> OpenLockDir(const std::string& dispatch_root, bool root_caller) {
+  auto root_fd = base::OpenOrMakeTrustedDir(dispatch_root, root_caller ? 0711 : 0700, ::geteuid());
+  if (!root_fd) return root_fd.error();
+  return base::MakeTrustedDir(root_fd->get(), kLockDirName, 0700, ::geteuid(),
+                              dispatch_root + "/" + kLockDirName);
 }
 
 }  // namespace
 
 base::Result<base::UniqueFd> LockWorkspace(int workspace_fd, const std::string& shown_path,
-                                           bool root_caller) {
+                                           const std::string& dispatch_root, bool root_caller) {
   struct stat ws {};
   if (::fstat(workspace_fd, &ws) != 0) return base::ErrnoError("--workspace", shown_path);
-  auto dir = OpenLockDir(root_caller);
+  auto dir = OpenLockDir(dispatch_root, root_caller);
   if (!dir) return dir.error().WithContext("the lock of --workspace " + shown_path);
   const std::string name = fmt::format("{:x}-{:x}", static_cast<unsigned long long>(ws.st_dev),
                                        static_cast<unsigned long long>(ws.st_ino));

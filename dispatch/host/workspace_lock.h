@@ -5,12 +5,12 @@
 // The lock is an exclusive flock, held by `run` for the whole dispatch (the kernel drops it
 // when `run` ends, however it ends), on a file named by the workspace directory's device
 // and inode (so every spelling of the path, a bind mount or a symlink, is the same
-// workspace). The file lives in a directory of the caller's own beside its default
-// dispatch root (<cache>/ateam-sandbox/workspace-locks, or
-// /var/tmp/ateam-sandbox/workspace-locks for root), 0700, reached and made as
-// base/safe_path.h does: never in the workspace itself, where the agent or any user who
-// can read the directory could open the file, and hold or remove the lock. Runs of one
-// caller exclude each other; the files stay (empty, one per workspace ever used).
+// workspace). The file lives in a directory of the caller's own in the dispatch root the
+// run uses (<root>/.workspace-locks: --workspace-root or the caller's default), 0700,
+// reached and made as base/safe_path.h does: never in the workspace itself, where the
+// agent or any user who can read the directory could open the file, and hold or remove
+// the lock. Runs of one caller on one dispatch root exclude each other; the files stay
+// (empty, one per workspace ever used).
 #pragma once
 
 #include <string>
@@ -22,8 +22,9 @@ namespace sbx::dispatch {
 
 // Takes the lock of the open workspace directory `workspace_fd` without waiting; the
 // returned descriptor (close-on-exec) holds it. A one-line error when another running
-// dispatch of this caller holds it. `root_caller`: as DefaultWorkspaceRoot takes it.
+// dispatch of this caller holds it. `dispatch_root`: the run's dispatch root (absolute),
+// made as the dispatch directories' is when missing; `root_caller` sets its mode.
 base::Result<base::UniqueFd> LockWorkspace(int workspace_fd, const std::string& shown_path,
-                                           bool root_caller);
+                                           const std::string& dispatch_root, bool root_caller);
 
 }  // namespace sbx::dispatch
