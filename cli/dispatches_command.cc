@@ -136,6 +136,38 @@ int RunLsCommand(std::span<const std::string> args) {
   return PrintCaches(cache_root);
 }
 
+// What no dispatch owns any more: cgroups and state directories a lost janitor left.
+// False when something could not be removed (said on stderr).
+bool CollectOrphanedState(bool dry_run) {
+  bool failed = false;
+  auto orphans = dispatch::RemoveOrphanCgroups(dry_run);
+  for (const auto& path : orphans.removed) {
+    fmt::print("{} orphaned cgroup {}\n", dry_run ? "would remove" : "removed",
+               dispatch::EscapeForTerminal(path));
+  }
+  if (orphans.kept_unsure > 0) {
+    fmt::print(
+        "kept {} dispatch cgroup{} no running dispatch names: a running dispatch's state "
+        "directory names none yet (a run starting, or of an older version); gc again "
+        "later\n",
+        orphans.kept_unsure, orphans.kept_unsure == 1 ? "" : "s");
+  }
+  for (const auto& line : orphans.failed) {
+    fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
+    failed = true;
+  }
+  auto stale = dispatch::RemoveStaleState(dry_run);
+  for (const auto& path : stale.removed) {
+    fmt::print("{} stale state {}\n", dry_run ? "would remove" : "removed",
+               dispatch::EscapeForTerminal(path));
+  }
+  for (const auto& line : stale.failed) {
+    fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
+    failed = true;
+  }
+  return !failed;
+}
+
 int RunGcCommand(std::span<const std::string> args) {
   CLI::App app{"Remove this caller's finished dispatch directories", "ateam-sandbox gc"};
   std::optional<std::string> workspace_root;
@@ -195,31 +227,7 @@ int RunGcCommand(std::span<const std::string> args) {
   // Then what no dispatch owns any more: cgroups and state directories a lost janitor left.
   // Not with a --label: gc then touches only the dispatches it selects.
   if (!wanted->empty()) return failed ? kFailureExit : 0;
-  auto orphans = dispatch::RemoveOrphanCgroups(dry_run);
-  for (const auto& path : orphans.removed) {
-    fmt::print("{} orphaned cgroup {}\n", dry_run ? "would remove" : "removed",
-               dispatch::EscapeForTerminal(path));
-  }
-  if (orphans.kept_unsure > 0) {
-    fmt::print(
-        "kept {} dispatch cgroup{} no running dispatch names: a running dispatch's state "
-        "directory names none yet (a run starting, or of an older version); gc again "
-        "later\n",
-        orphans.kept_unsure, orphans.kept_unsure == 1 ? "" : "s");
-  }
-  for (const auto& line : orphans.failed) {
-    fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
-    failed = true;
-  }
-  auto stale = dispatch::RemoveStaleState(dry_run);
-  for (const auto& path : stale.removed) {
-    fmt::print("{} stale state {}\n", dry_run ? "would remove" : "removed",
-               dispatch::EscapeForTerminal(path));
-  }
-  for (const auto& line : stale.failed) {
-    fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
-    failed = true;
-  }
+  if (!CollectOrphanedState(dry_run)) failed = true;
   // And the object caches no dispatch used for as long.
   if (CollectCaches(cache_root, min_age, dry_run) != 0) failed = true;
   return failed ? kFailureExit : 0;

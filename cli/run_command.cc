@@ -47,7 +47,8 @@ struct RunFlagTexts {
   std::vector<std::string> labels;
 };
 
-void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
+// The workspace, the out dir and the files of the dispatch.
+void AddPlaceFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--repo", r.repo, "clone this repository (path or git URL) as the workspace");
   app.add_option("--rev", r.rev, "with --repo: start from this branch, tag or commit");
   app.add_flag("--include-uncommitted", r.include_uncommitted,
@@ -66,6 +67,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
                  "(relative to it, or absolute inside it; default: the preset's) (repeatable)");
   app.add_option("--agent", t.agent, "agent preset: claude, opencode or none")
       ->check(CLI::IsMember({"claude", "opencode", "none"}));
+}
+
+// What reaches the sandbox: the environment, host paths, endpoints and secrets.
+void AddReachFlags(CLI::App& app, DispatchRequest& r) {
   app.add_option("--env", r.env_names, "pass this host variable through (repeatable)");
   app.add_option("--setenv", r.set_env, "a variable to set inside (repeatable)");
   app.add_option("--ro", r.ro_paths, "extra host path, read-only at the same place");
@@ -78,6 +83,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
                  "the secret a broker route sets in HEADER (repeatable)");
   app.add_option("--broker-ca", r.broker_ca, "the CA certificates broker routes trust");
   app.add_option("--ledger", r.ledger, "append one JSON line per relayed connection here");
+}
+
+// How the sandbox runs, ends and is bounded.
+void AddRunningFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--backend", t.backend, "native or bwrap")
       ->check(CLI::IsMember({"native", "bwrap"}));
   app.add_option("--bwrap-path", r.bwrap_path, "the bwrap used by --backend bwrap")
@@ -96,6 +105,10 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
                  "unprivileged callers: own (default: the sandbox runs as you) or subuid (a "
                  "subordinate uid of your /etc/subuid range per dispatch)")
       ->check(CLI::IsMember({"own", "subuid"}));
+}
+
+// What is left afterwards, and the limits.
+void AddResultAndLimitFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_option("--patch", r.patch, "afterwards, write the agent's work here as one patch");
   app.add_flag("--rm", r.rm,
                "remove the dispatch directory at the end (a given --out or --workspace stays)");
@@ -127,6 +140,13 @@ void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
   app.add_flag("-q,--quiet", t.quiet, "no notices on stderr (errors still)");
   app.add_flag("--no-tty", t.no_tty, "never give the agent a terminal: plain stdin/stdout/stderr")
       ->excludes(tty_flag);
+}
+
+void AddFlags(CLI::App& app, DispatchRequest& r, RunFlagTexts& t) {
+  AddPlaceFlags(app, r, t);
+  AddReachFlags(app, r);
+  AddRunningFlags(app, r, t);
+  AddResultAndLimitFlags(app, r, t);
   app.footer(
       "The command comes after the options, after -- when it starts with '-':\n"
       "  ateam-sandbox run [OPTIONS] [--] COMMAND [ARGS...]");
