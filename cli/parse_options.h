@@ -34,6 +34,16 @@ inline std::vector<OptionName> KnownOptions(const CLI::App& app) {
   return known;
 }
 
+// CLI11's words for an option given twice ("--timeout: At Most 1 required but received 2")
+// in the project's; any other message as it is.
+inline std::string RenderParseError(std::string message) {
+  constexpr std::string_view kTwice = ": At Most 1 required but received ";
+  if (size_t at = message.find(kTwice); at != std::string::npos) {
+    message = message.substr(0, at) + ": given more than once (it takes one value)";
+  }
+  return message;
+}
+
 // nullopt when the options parsed; otherwise the exit code the subcommand ends with.
 inline std::optional<int> ParseOptions(CLI::App& app, std::span<const std::string> args,
                                        const std::function<int(const std::string&)>& fail) {
@@ -53,7 +63,7 @@ inline std::optional<int> ParseOptions(CLI::App& app, std::span<const std::strin
     fmt::print("{}", app.help());
     return 0;
   } catch (const CLI::ParseError& e) {
-    return fail(e.what());
+    return fail(RenderParseError(e.what()));
   }
   return std::nullopt;
 }

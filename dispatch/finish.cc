@@ -116,6 +116,7 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
             DispatchResult* result) {
   RecordExit(sandbox->Reap(), outcome, result);
   RecordDiskEnd(held->disk.get(), stop_fd, result);
+  held->report->Settle();
   if (auto err = held->report->exec_errno())
     RecordStartFailure(r, *err, workspace, planned.plan.env, result);
   NoteLandlockNetwork(held->report->supervisor_reached(), result);
@@ -125,7 +126,11 @@ void Finish(const ResolvedRequest& r, const LoopOutcome& outcome, runtime::Sandb
   if (!guard->unchecked().empty()) {
     RecordUncheckedWorkspace(guard->unchecked(), stop_fd, patch_file->has_value(), result);
   }
-  if (*patch_file && guard->unchecked().empty()) {
+  if (*patch_file && !held->report->supervisor_reached()) {
+    // The sandbox never started (bwrap's setup refused a mount, say): no agent ran, so
+    // there is nothing to harvest, and the workspace is not read on the way out.
+    result->patch_error = "not written: the sandbox never started";
+  } else if (*patch_file && guard->unchecked().empty()) {
     HarvestBounds bounds{.stop_fd = stop_fd};
     auto st = WritePatchFile(**patch_file, planned.harvest, result->base_commit, &bounds);
     if (!st) RecordHarvestFailure(st.error().Render(), bounds.stopped_by, result);

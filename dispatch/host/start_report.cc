@@ -1,5 +1,6 @@
 #include "dispatch/host/start_report.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,6 +112,12 @@ void StartReport::OnData() {
     if (ec == std::errc() && ptr == last && err > 0) exec_errno_ = err;
   }
   Close();  // the supervisor waits for this before it exits
+}
+
+void StartReport::Settle() {
+  if (!listener_ || supervisor_reached_) return;
+  pollfd pending{.fd = listener_.get(), .events = POLLIN, .revents = 0};
+  if (::poll(&pending, 1, 0) == 1 && (pending.revents & POLLIN) != 0) supervisor_reached_ = true;
 }
 
 void StartReport::Close() {

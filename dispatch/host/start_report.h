@@ -44,6 +44,9 @@ class StartReport {
   // Whether the supervisor connected at all: it did not when the sandbox failed to start
   // (a refused mount or hostname), whose exit code then says nothing about the agent.
   [[nodiscard]] bool supervisor_reached() const { return supervisor_reached_; }
+  // After the loop: a connection still waiting to be accepted (the sandbox ended before the
+  // loop got to it) also means the sandbox started; nothing from it is read.
+  void Settle();
 
  private:
   explicit StartReport(relay::EventLoop* loop) : loop_(loop) {}

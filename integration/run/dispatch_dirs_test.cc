@@ -122,6 +122,34 @@ TEST_F(RunDispatchDirsTest, RmWritesThePatchAndTheStatusFirst) {
   EXPECT_NE(ReadFile(status).value_or("").find("\"exit_code\": 0"), std::string::npos);
 }
 
+// A sandbox that never starts (here a bwrap that refuses its setup, as the real one does
+// when a bind source is swapped under it) ran no agent: its exit status and words are
+// passed on, no patch is read from the workspace, and the workspace stays.
+TEST_F(RunDispatchDirsTest, SandboxThatNeverStartsWritesNoPatch) {
+  std::string fake = patches_.Sub("bwrap");
+  WriteFile(fake,
+            "#!/bin/sh\necho 'bwrap: Can'\\''t mount tmpfs on /newroot: refused' >&2\nexit 1\n");
+  ASSERT_EQ(::chmod(fake.c_str(), 0755), 0);
+  std::set<std::string> before = Listing();
+  std::string patch = patches_.Sub("work.patch");
+  std::string status = patches_.Sub("status.json");
+  RunResult r = RunCommand({AteamPath(), "run", "--backend", "bwrap", "--bwrap-path", fake,
+                            "--repo", repo_.path(), "--workspace-root", root_, "--patch", patch,
+                            "--status-json", status, "--", "sh", "-c", "echo changed > file.txt"});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_TRUE(r.err.starts_with("bwrap: Can't mount tmpfs on /newroot: refused\n")) << Describe(r);
+  EXPECT_NE(r.err.find("--patch: not written: the sandbox never started"), std::string::npos)
+      << Describe(r);
+  EXPECT_FALSE(ReadFile(patch).has_value()) << "a patch of a run that never started";
+  EXPECT_NE(ReadFile(status).value_or("").find("\"patch_error\": \"not written: the sandbox "
+                                               "never started\""),
+            std::string::npos)
+      << ReadFile(status).value_or("<no status>");
+  const std::string id = NewId(before);
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(ReadFile(root_ + "/" + id + "/workspace/file.txt").value_or(""), "hello\n");
+}
+
 TEST_F(RunDispatchDirsTest, LsShowsTheExitStatusAndReasonOfAFinishedRun) {
   std::set<std::string> before = Listing();
   RunResult r = Dispatch({}, {"sh", "-c", "exit 3"});

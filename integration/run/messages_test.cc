@@ -85,6 +85,13 @@ TEST_F(RunMessagesTest, EveryUsageErrorExits125InOneLine) {
   }
 }
 
+TEST_F(RunMessagesTest, AnOptionGivenTwiceIsNamed) {
+  RunResult res =
+      Ateam({"run", "--timeout", "1m", "--timeout", "2m", "--workspace", "/tmp", "--", "true"});
+  EXPECT_EQ(res.exit_code, 125) << Describe(res);
+  EXPECT_EQ(res.err, "ateam-sandbox run: --timeout: given more than once (it takes one value)\n");
+}
+
 TEST_F(RunMessagesTest, OutOfRangeNumbersGiveAShortHumanRange) {
   RunResult pids = Ateam({"run", "--pids", "0", "--workspace", "/tmp", "--", "true"});
   EXPECT_EQ(pids.err,
