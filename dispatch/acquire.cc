@@ -1,148 +1,153 @@
 #include "dispatch/acquire.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
-#include <csignal>
-#include <cstdlib>
+#include <utility>
 
-#include <fmt/format.h>
-
-#include "dispatch/host/orphan_cgroups.h"
-#include "dispatch/plan/agent_state.h"
-#include "dispatch/plan/broker_setup.h"
-#include "dispatch/plan/layout.h"
-#include "dispatch/plan/limit_check.h"
-#include "dispatch/sys/caller_stderr.h"
-#include "dispatch/sys/subordinate_env.h"
-#include "dispatch/terminal/terminal.h"
+#include "dispatch/git/clone_config.h"
+#include "dispatch/git/harvest.h"
+#include "dispatch/host/dir.h"
+#include "dispatch/host/disk_watch.h"
+#include "dispatch/host/write_access.h"
+#include "dispatch/identity/dispatch_identity.h"
+#include "dispatch/record/announce.h"
+#include "dispatch/sys/stop_signals.h"
 
 namespace sbx::dispatch {
 namespace {
 
-// The dispatch's cgroup, or why there is none (said on stderr when the caller asked for a
-// cgroup limit or is looking at a terminal; always in the status document, and `doctor`
-// explains it).
-void MakeCgroup(const ResolvedRequest& r, const std::string& id, HostResources* held) {
-  const DispatchLimits& limits = r.limits;
-  auto made =
-      DispatchCgroup::Create(id, {limits.memory, limits.pids, limits.cpus}, r.host.euid == 0);
-  if (made) {
-    held->cgroup.emplace(std::move(*made));
-    return;
+// Acquire's first step for a root caller without --run-as: the leased ids replace the
+// overflow ids Resolve chose as the host side; inside, the agent keeps those.
+base::Status LeaseIdentity(ResolvedRequest* r, const std::string& id,
+                           std::optional<IdLease>* lease) {
+  if (!WantsLeasedIdentity(r->request, r->host, r->run_as)) return {};
+  auto identity = LeaseDispatchIdentity(r->host, id, LeaseHoldPaths(r->request, id));
+  if (!identity) return identity.error();
+  if (!*identity) return {};
+  r->run_as = (*identity)->host;
+  r->inside_ids = (*identity)->inside;
+  *lease = std::move((*identity)->lease);
+  return {};
+}
+
+// --id-file, checked before anything is made; nullopt without one.
+base::Result<std::optional<base::OutputFile>> PrepareIdFile(const DispatchRequest& request) {
+  if (!request.id_file) return std::optional<base::OutputFile>();
+  auto prepared = base::OutputFile::Prepare("--id-file", *request.id_file);
+  if (!prepared) return prepared.error();
+  return std::optional<base::OutputFile>(std::move(*prepared));
+}
+
+// Once the stop signals are taken as events: one deadline for every step from here (the
+// clone, the sandbox, the harvest), and --die-with-parent's stop when `parent` goes.
+base::Status ArmDeadlineAndParent(const DispatchRequest& request, const AcquireContext& context) {
+  if (request.timeout_seconds) {
+    const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - context.start;
+    if (auto st = ArmDispatchDeadline(*request.timeout_seconds, spent.count()); !st) return st;
   }
-  held->cgroup_missing = made.error().Render();
-  // A limit asked for is refused instead, with its own line (Acquire).
-  if (!CheckLimitsEnforceable(r.request, held->cgroup_missing)) return;
-  // One short line: why there is none is in the status document, and doctor explains it.
-  if (r.request.memory || r.request.pids || r.request.cpus || ::isatty(STDERR_FILENO) == 1) {
-    NoticeToCaller(
-        "notice: no cgroup, so memory and cpu are not limited (see ateam-sandbox doctor)");
+  if (request.die_with_parent) return StopWhenParentDies(context.parent);
+  return {};
+}
+
+// The workspace's git guard, each --rw directory's git metadata guarded like a given
+// workspace's, and the output files checked to lie outside the dispatch's directories.
+// Its walks end on a stop signal or the deadline on `stop_fd`, which is left there.
+base::Result<GitGuard> GuardDispatchDirs(const DispatchRequest& request, const DispatchDirs& dirs,
+                                         int stop_fd) {
+  auto guard = GitGuard::Prepare(dirs.workspace, !request.workspace,
+                                 request.repo ? CloneOriginUrl(*request.repo) : "", dirs.submodules,
+                                 stop_fd);
+  if (!guard) return guard.error();
+  if (!dirs.object_cache.empty()) guard->BorrowStore(dirs.object_cache);
+  for (const std::string& path : request.rw_paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (auto st_guard = guard->GuardAlso(path); !st_guard) return st_guard.error();
   }
+  for (const auto& [flag, file] :
+       {std::pair{"--ledger", request.ledger}, std::pair{"--status-json", request.status_json}}) {
+    if (file) {
+      if (auto st = CheckFileOutside(flag, *file, dirs); !st) return st.error();
+    }
+  }
+  return guard;
 }
 
 }  // namespace
 
-base::Result<SandboxFiles> MakeSandboxFiles(const ResolvedRequest& r,
-                                            const std::string& workspace) {
-  // The key the agent gets is in the environment the layout builds; nothing else of it
-  // matters to the state, so the paths are left empty here.
-  DispatchHostPaths paths;
-  paths.workspace = workspace;
-  paths.host_env = r.host_env;
-  auto env = BuildSandboxEnvironment(r.request, paths);
-  if (!env) return env.error();
-  return SandboxFiles::Make(r.credentials, AgentStateFiles(r.request, workspace, *env));
+MadeDirCleanup::~MadeDirCleanup() {
+  if (keep_) return;
+  if (dirs_->given_out) dirs_->given_out->RemoveIfMade();  // a --out this run made
+  if (dirs_->made_dir.empty()) return;
+  dirs_->given_workspace.reset();
+  dirs_->given_out.reset();
+  (void)RemoveDispatchDir(dirs_->root_fd.get(), dirs_->made_dir, owner_);
 }
 
-base::Status HostResources::Acquire(const ResolvedRequest& r, const std::string& id,
-                                    const std::string& workspace) {
-  // The relays hold two descriptors per connection, up to each route's cap: the caller's
-  // soft open-files limit (often 1024) would let two busy routes starve a third. The soft
-  // limit goes up to the hard one; the sandbox still lowers its own to at most kOpenFiles.
-  if (rlimit nofile{};
-      ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    (void)::setrlimit(RLIMIT_NOFILE, &nofile);
+// The identity, the stop signals and the directories, up to their lending: what the git
+// guard and the host resources are made for.
+base::Status AcquiredDispatch::AcquireDirs(ResolvedRequest* r, const AcquireContext& context,
+                                           DispatchResult* result) {
+  const DispatchRequest& request = r->request;
+  auto prepared_id_file = PrepareIdFile(request);
+  if (!prepared_id_file) return prepared_id_file.error();
+  id_file = std::move(*prepared_id_file);
+  // A root caller's sandbox gets host ids of its own, leased before anything is created.
+  if (auto st = LeaseIdentity(r, result->id, &lease); !st) return st;
+  auto signal_fd = BlockStopSignals();
+  if (!signal_fd) return signal_fd.error();
+  stop_fd = std::move(*signal_fd);
+  if (auto st = ArmDeadlineAndParent(request, context); !st) return st;
+  auto made = PrepareDispatchDirs(request, result->id, r->run_as, stop_fd.get(), &stopped_by);
+  if (!made) {
+    if (stopped_by != 0) return {};  // a stop during the clone: nothing is left of it
+    return made.error();
   }
-  // A root caller's state directory is its own, under /run (root's, so nobody can block
-  // or prepare the name), 0711: the sandbox's uid reaches the sockets in it, whose owner
-  // and mode (set through the directory's fd) decide who may connect.
-  // Under `run --identity subuid` /run is host root's: the caller's own base below /tmp.
-  const char* xdg_runtime_dir = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
-  const char* root_base = InSubordinateNamespace() ? "/tmp" : "/run";
-  auto dir = relay::StateDir::Create(
-      r.host.IsRoot() ? relay::StateDirOptions{"", root_base, r.host.euid, /*traversable=*/true}
-                      : relay::StateDirOptions{xdg_runtime_dir != nullptr ? xdg_runtime_dir : "",
-                                               "/tmp", r.host.euid});
-  if (!dir) return dir.error();
-  state_dir.emplace(std::move(*dir));
-  // Before the cgroup: which dispatch the locked directory is, so that `gc` leaves this
-  // one's cgroup alone while it runs (dispatch/host/orphan_cgroups.h).
-  if (auto st = MarkStateDirDispatch(state_dir->path(), id); !st) return st;
-  // Before the janitor, which removes it too after a SIGKILL of `run`.
-  MakeCgroup(r, id, this);
-  // A limit asked for that nothing enforces is refused (dispatch/plan/limit_check.h).
-  if (auto st = CheckLimitsEnforceable(r.request, cgroup_missing); !st) return st;
-  // Before any other descriptor of this dispatch exists (dispatch/host/state_janitor.h), but
-  // for the cgroup's cgroup.procs files, which keep nothing alive.
-  auto started =
-      StateDirJanitor::Start(&*state_dir, cgroup ? cgroup->dirs() : std::vector<std::string>{});
-  if (!started) return started.error();
-  janitor.emplace(std::move(*started));
-  // A relay that writes to a connection the agent already closed must get EPIPE, not
-  // die; it is also what lets the relays splice (relay/flow.h).
-  ::signal(SIGPIPE, SIG_IGN);
-  auto made_loop = relay::EventLoop::Create();
-  if (!made_loop) return made_loop.error();
-  loop = std::move(*made_loop);
-  std::optional<uid_t> socket_owner;
-  if (r.run_as) socket_owner = r.run_as->uid;
-  // The routes' upstreams were pinned by Resolve: nothing is looked up here.
-  relay::HostRelayOptions options{state_dir->path(), r.routes, {}, r.request.ledger.value_or(""),
-                                  socket_owner,      &gate,    {}, {}};
-  if (auto st = AddBrokerOptions(r.request, r.routes, r.host_env, r.host.euid == 0, options); !st)
-    return st;
-  auto relays = relay::HostRelay::Create(loop.get(), std::move(options));
-  if (!relays) return relays.error();
-  tunnel = std::move(*relays);
-  auto hosts = HostsFileFd(r.routes);
-  if (!hosts) return hosts.error();
-  hosts_fd = std::move(*hosts);
-  auto made_files = MakeSandboxFiles(r, workspace);
-  if (!made_files) return made_files.error();
-  files = std::move(*made_files);
-  auto made_report = StartReport::Create(loop.get(), state_dir->path(), socket_owner);
-  if (!made_report) return made_report.error();
-  report = std::move(*made_report);
-  report->SetPeerGate(&gate);
-  if (WantsTty(r.request.tty)) {
-    auto session = TtySession::Create(loop.get(), state_dir->path(), socket_owner);
-    if (!session) return session.error();
-    tty = std::move(*session);
-    tty->SetPeerGate(&gate);
+  dirs.emplace(std::move(*made));
+  cleanup.emplace(&*dirs, r->run_as);
+  if (auto st = context.dir_end->Hold(*dirs, r->run_as, request.rm); !st) return st;
+  result->workspace = dirs->workspace;
+  result->out = dirs->out;
+  // Known from now on: <id> and its record ("running"), and the id for --id-file.
+  context.dir_end->WriteRunning(*result);
+  if (id_file) {
+    if (auto st = WriteIdFile(*id_file, result->id); !st) return st;
   }
+  // A leased identity borrows a given --workspace/--out (identity/hand_back.h).
+  auto lending = LentDirs::LendIfLeased(&*dirs, lease ? &*lease : nullptr);
+  if (!lending) return lending.error();
+  lent.emplace(std::move(*lending));
+  // --rw, --workspace: what the sandbox's uid cannot write is said, never chowned. Checked
+  // as that uid once the directories are lent to it.
+  WarnUnwritablePlaces(request, *dirs, r->run_as);
   return {};
 }
 
-PlanFacts HostResources::Facts(const std::string& workspace, const std::string& out,
-                               const std::string& self_exe, const GitGuard* guard) const {
-  PlanFacts facts{.workspace = workspace,
-                  .out = out,
-                  .self_exe = self_exe,
-                  .state_dir = state_dir->path(),
-                  .hosts_fd = hosts_fd.get(),
-                  .credentials = files.CredentialFds(),
-                  .agent_state = files.AgentStateFds(),
-                  .resolv_conf_fd = files.resolv_conf ? files.resolv_conf.get() : -1,
-                  .tty = tty != nullptr,
-                  .tty_size = tty ? tty->size_argument() : std::string(),
-                  .guard = guard};
-  if (cgroup) {
-    facts.cgroup_procs_fds = cgroup->ProcsFds();
-    facts.cgroup_where = cgroup->Describe();
-  }
-  facts.cgroup_missing = cgroup_missing;
+base::Status AcquiredDispatch::Acquire(ResolvedRequest* r, const AcquireContext& context,
+                                       DispatchResult* result) {
+  if (auto st = AcquireDirs(r, context, result); !st || stopped_by != 0) return st;
+  const DispatchRequest& request = r->request;
+  auto guarded = GuardDispatchDirs(request, *dirs, stop_fd.get());
+  if (!guarded) return guarded.error();
+  guard.emplace(std::move(*guarded));
+  // --patch is checked with the other output files, before the host resources exist.
+  auto patch = PreparePatchFile("--patch", request.patch, dirs->workspace, dirs->out);
+  if (!patch) return patch.error();
+  patch_file = std::move(*patch);
+  auto environment = SandboxEnvironment(*r, dirs->workspace, dirs->out);
+  if (!environment) return environment.error();
+  env = std::move(*environment);
+  if (auto st = held.Acquire(*r, result->id, dirs->workspace, env); !st) return st;
+  // The disk watch's baseline walk ends on a stop signal, which is left on the fd.
+  if (auto st = WatchDispatchDisk(*dirs, r->run_as, r->limits, stop_fd.get(), &held.disk); !st)
+    return st;
+  stopped_by = TakeStopSignal(stop_fd.get());
+  return {};
+}
+
+PlanFacts AcquiredDispatch::Facts(const std::string& self_exe) const {
+  PlanFacts facts = held.Facts(dirs->workspace, dirs->out, self_exe, &*guard);
+  facts.env = env;
   return facts;
 }
 

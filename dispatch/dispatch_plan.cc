@@ -12,6 +12,18 @@
 
 namespace sbx::dispatch {
 
+base::Result<std::vector<std::string>> SandboxEnvironment(const ResolvedRequest& r,
+                                                          const std::string& workspace,
+                                                          const std::string& out) {
+  DispatchHostPaths paths;
+  paths.workspace = workspace;
+  paths.out = out;
+  paths.host_env = r.host_env;
+  paths.agent_bin_dir = r.agent.bin_dir;
+  paths.sandbox_user = r.sandbox_user;
+  return BuildSandboxEnvironment(r.request, paths);
+}
+
 base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const PlanFacts& facts) {
   const DispatchRequest& request = r.request;
   auto landlock = DispatchLandlockPolicy(request, facts.workspace, facts.out);
@@ -32,6 +44,7 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
   paths.credentials = facts.credentials;
   paths.agent_state = facts.agent_state;
   paths.resolv_conf_fd = facts.resolv_conf_fd;
+  paths.env = facts.env;
   if (facts.report) paths.report_socket = facts.state_dir + "/" + kReportSocketName;
   if (facts.tty) {
     paths.tty_socket = facts.state_dir + "/" + kTtySocketName;

@@ -35,8 +35,9 @@ struct PlanFacts {
   std::string tty_size = {};        // "ROWSxCOLS" ("" unknown)
   const GitGuard* guard = nullptr;  // its binds over the workspace's git metadata
   std::vector<int> cgroup_procs_fds = {};
-  std::string cgroup_where = {};    // the cgroup as the limits report names it ("" none)
-  std::string cgroup_missing = {};  // why there is none
+  std::string cgroup_where = {};      // the cgroup as the limits report names it ("" none)
+  std::string cgroup_missing = {};    // why there is none
+  std::vector<std::string> env = {};  // the agent's environment (SandboxEnvironment)
 };
 
 struct DispatchPlan {
@@ -47,6 +48,14 @@ struct DispatchPlan {
   std::string limits_json;  // the status document's "limits"
   HarvestPlan harvest;      // git's sandboxes that read the workspace (--patch)
 };
+
+// The agent's environment for a dispatch whose workspace and out dir are `workspace` and
+// `out` (BuildSandboxEnvironment with what Resolve found). Pure, and built once: Acquire
+// writes the agent's state from it (the key it approves) before the plan exists, and the
+// plan gives the same value to the sandbox (PlanFacts::env).
+base::Result<std::vector<std::string>> SandboxEnvironment(const ResolvedRequest& r,
+                                                          const std::string& workspace,
+                                                          const std::string& out);
 
 base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const PlanFacts& facts);
 

@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
-#include "dispatch/acquire.h"
+#include <utility>
+
 #include "dispatch/dispatch_plan.h"
 #include "dispatch/host/cgroup.h"
 #include "dispatch/host/prepare.h"
+#include "dispatch/host_resources.h"
 #include "dispatch/identity/dispatch_identity.h"
 #include "dispatch/plan/dry_run.h"
 #include "dispatch/terminal/terminal.h"
@@ -23,7 +25,9 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
   result->out = dirs->out;
   auto hosts = HostsFileFd(r.routes);
   if (!hosts) return hosts.error();
-  auto files = MakeSandboxFiles(r, dirs->workspace);
+  auto env = SandboxEnvironment(r, dirs->workspace, dirs->out);
+  if (!env) return env.error();
+  auto files = MakeSandboxFiles(r, dirs->workspace, *env);
   if (!files) return files.error();
   PlanFacts facts{.workspace = dirs->workspace,
                   .out = dirs->out,
@@ -33,7 +37,8 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
                   .credentials = files->CredentialFds(),
                   .agent_state = files->AgentStateFds(),
                   .resolv_conf_fd = files->resolv_conf ? files->resolv_conf.get() : -1,
-                  .tty = WantsTty(r.request.tty)};
+                  .tty = WantsTty(r.request.tty),
+                  .env = std::move(*env)};
   auto where = DispatchCgroup::Probe(r.host.euid == 0);
   if (where) facts.cgroup_where = "(dry run: none made) " + *where;
   if (!where) facts.cgroup_missing = where.error().Render();
@@ -53,8 +58,9 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
                .run_as = r.run_as,
                .leased_from = *leased_from,
                .seccomp_groups = r.seccomp_groups,
-               .workspace_exists = ::stat(dirs->workspace.c_str(), &st) == 0 &&
-                                   ::stat(dirs->out.c_str(), &st) == 0});
+               .workspace_exists =
+                   ::stat(dirs->workspace.c_str(), &st) == 0 && ::stat(dirs->out.c_str(), &st) == 0,
+               .harvest = &planned->harvest});
   result->reason = DispatchReason::kDryRun;
   result->exit_code = 0;
   return {};

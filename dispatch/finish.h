@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "base/output_file.h"
-#include "dispatch/acquire.h"
 #include "dispatch/dispatch_plan.h"
 #include "dispatch/git/git_guard.h"
+#include "dispatch/host_resources.h"
 #include "dispatch/request/result.h"
 #include "dispatch/resolve.h"
 #include "dispatch/serve.h"

@@ -40,19 +40,21 @@ bool SupervisorOnly(const runtime::PlanOp& op) {
   return std::holds_alternative<runtime::BindDataOp>(op) && dest == "/etc/hosts";
 }
 
+// Every `from` in `text` replaced by `to`.
+void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
+  for (size_t at = text->find(from); at != std::string::npos; at = text->find(from, at)) {
+    text->replace(at, from.size(), to);
+    at += to.size();
+  }
+}
+
 // The printed plan with the id maps' host side named LEASED_UID and LEASED_GID: the plan
 // was compiled with the ids the agent sees on both sides, as the lease is not taken yet.
 std::string ShowLeasedIds(std::string printed, const runtime::SandboxSpec::HostIds& inside) {
-  const auto swap = [&printed](const std::string& from, const std::string& to) {
-    for (size_t at = printed.find(from); at != std::string::npos; at = printed.find(from, at)) {
-      printed.replace(at, from.size(), to);
-      at += to.size();
-    }
-  };
-  swap(fmt::format("uid map: {} {} 1\n", inside.uid, inside.uid),
-       fmt::format("uid map: {} LEASED_UID 1\n", inside.uid));
-  swap(fmt::format("gid map: {} {} 1\n", inside.gid, inside.gid),
-       fmt::format("gid map: {} LEASED_GID 1\n", inside.gid));
+  ReplaceAll(&printed, fmt::format("uid map: {} {} 1\n", inside.uid, inside.uid),
+             fmt::format("uid map: {} LEASED_UID 1\n", inside.uid));
+  ReplaceAll(&printed, fmt::format("gid map: {} {} 1\n", inside.gid, inside.gid),
+             fmt::format("gid map: {} LEASED_GID 1\n", inside.gid));
   return printed;
 }
 
@@ -125,6 +127,49 @@ std::string RunnableBwrapLine(const runtime::Plan& agent_plan, const std::string
                      line);
 }
 
+std::string DescribeHarvestRun(const runtime::Plan& plan, const std::string& script,
+                               const std::optional<runtime::SandboxSpec::HostIds>& leased) {
+  runtime::Plan shown = plan;
+  // argv: /bin/sh -c SCRIPT ateam-harvest [ARG]
+  if (shown.argv.size() > 2) shown.argv[2] = fmt::format("<the {} script>", script);
+  std::string text = runtime::PrintPlan(shown);
+  // Git runs as the sandbox's host ids, inside as outside: both sides are the lease's.
+  if (leased) {
+    ReplaceAll(&text, fmt::format("uid map: {} {} 1\n", leased->uid, leased->uid),
+               "uid map: LEASED_UID LEASED_UID 1\n");
+    ReplaceAll(&text, fmt::format("gid map: {} {} 1\n", leased->gid, leased->gid),
+               "gid map: LEASED_GID LEASED_GID 1\n");
+    ReplaceAll(&text, fmt::format("sandbox ids: {}:{}\n", leased->uid, leased->gid),
+               "sandbox ids: LEASED_UID:LEASED_GID\n");
+  }
+  for (const std::string& entry : shown.env) text += fmt::format("env: {}\n", entry);
+  return text;
+}
+
+namespace {
+
+// The harvest's sandboxes a real run of this request starts: git reading a given
+// workspace's base commit before the agent, git writing --patch after it.
+void PrintHarvest(const DryRunFacts& f) {
+  if (f.harvest == nullptr) return;
+  const std::optional<runtime::SandboxSpec::HostIds> leased =
+      f.leased_from ? f.run_as : std::nullopt;
+  if (f.request->workspace) {
+    fmt::print(
+        "# the harvest's base read: git prints the workspace's HEAD (its base commit) before "
+        "the agent starts, in a sandbox of its own\n{}",
+        DescribeHarvestRun(f.harvest->base_read, "base read", leased));
+  }
+  if (f.request->patch) {
+    fmt::print(
+        "# the harvest's patch: git writes the agent's work since the base commit to {} "
+        "after the agent ends, in a sandbox of its own (and the dispatch's cgroup)\n{}",
+        *f.request->patch, DescribeHarvestRun(f.harvest->patch, "patch", leased));
+  }
+}
+
+}  // namespace
+
 void PrintDryRun(const DryRunFacts& f) {
   const DispatchRequest& request = *f.request;
   fmt::print("dry run: nothing was created (no dispatch directory, no clone, no cgroup)\n");
@@ -169,6 +214,7 @@ void PrintDryRun(const DryRunFacts& f) {
       f.workspace_exists ? "" : "; the workspace and out directories must exist first");
   fmt::print("bwrap: {}\n",
              RunnableBwrapLine(agent, request.bwrap_path, f.run_as, f.leased_from.has_value()));
+  PrintHarvest(f);
 }
 
 }  // namespace sbx::dispatch

@@ -1,12 +1,13 @@
-// `run --dry-run`: the sandbox the agent would get, printed instead of started. Nothing is
-// created for it: no dispatch directory, no clone, no cgroup (the relay's state directory
-// exists only while it prints, to resolve the routes).
+// `run --dry-run`: the sandbox the agent would get, and the harvest's, printed instead of
+// started. Nothing is created for it: no dispatch directory, no clone, no cgroup (the
+// relay's state directory exists only while it prints, to resolve the routes).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "dispatch/plan/harvest_plan.h"
 #include "dispatch/plan/limits.h"
 #include "dispatch/request/result.h"
 #include "runtime/plan.h"
@@ -27,6 +28,9 @@ struct DryRunFacts {
   std::optional<std::string> leased_from;
   std::vector<std::string> seccomp_groups;  // the relaxed groups
   bool workspace_exists = false;            // false: a fresh clone or --out that a real run makes
+  // The harvest's sandboxes: the base read is shown for a given --workspace (a fresh
+  // clone's base commit is read from its refs), the patch with --patch.
+  const HarvestPlan* harvest = nullptr;
 };
 
 // The agent's view of `plan`: its namespaces (the network one included, which the
@@ -42,6 +46,13 @@ runtime::Plan AgentViewPlan(const runtime::Plan& plan, const std::vector<std::st
 std::string RunnableBwrapLine(const runtime::Plan& agent_plan, const std::string& bwrap_path,
                               const std::optional<runtime::SandboxSpec::HostIds>& run_as,
                               bool leased = false);
+
+// One of the harvest's sandboxes as the dry run shows it: its plan, the script named
+// `script` instead of its text (the same in every dispatch), and its environment. With
+// `leased`, the ids it runs as (the leased ones, on both sides) are named LEASED_UID and
+// LEASED_GID.
+std::string DescribeHarvestRun(const runtime::Plan& plan, const std::string& script,
+                               const std::optional<runtime::SandboxSpec::HostIds>& leased);
 
 // Prints the whole dry run on stdout.
 void PrintDryRun(const DryRunFacts& facts);

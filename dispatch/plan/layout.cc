@@ -204,9 +204,7 @@ base::Result<runtime::SandboxSpec> BuildDispatchSpec(const DispatchRequest& requ
   }
   spec.ops.emplace_back(runtime::SetHostnameOp{.hostname = "ateam-sandbox"});
   spec.chdir = paths.workspace;
-  auto env = BuildSandboxEnvironment(request, paths);
-  if (!env) return env.error();
-  spec.env = std::move(*env);
+  spec.env = paths.env;
   // What the supervisor needs for the network namespace and its listeners; it drops every
   // capability, the bounding set included, before the agent starts.
   spec.cap_changes = {{security::CapChange::Kind::kDrop, std::nullopt},

@@ -59,10 +59,14 @@ struct DispatchHostPaths {
   std::vector<HomeFd> credentials = {};
   std::vector<HomeFd> agent_state = {};
   int resolv_conf_fd = -1;
+  // The agent's environment, BuildSandboxEnvironment's (from the fields above): built once
+  // per dispatch, for the agent's state files and the sandbox alike.
+  std::vector<std::string> env = {};
 };
 
 // The agent's environment: HOME, PATH, the git identity, the preset's settings, the
-// variables passed through from `paths.host_env`, --setenv last.
+// variables passed through from `paths.host_env`, --setenv last. Reads `paths`' workspace,
+// out, agent_bin_dir, sandbox_user and host_env.
 base::Result<std::vector<std::string>> BuildSandboxEnvironment(const DispatchRequest& request,
                                                                const DispatchHostPaths& paths);
 

@@ -25,7 +25,7 @@ class RunDryRunTest : public ::testing::Test {
 
   // Every part of a dispatch that makes something: a fresh clone, routes, a terminal, a
   // cgroup limit (best effort: an unprivileged caller has no cgroup on every host), the
-  // ledger.
+  // ledger, the patch.
   [[nodiscard]] Args Options() const {
     return {"--repo",
             repo_,
@@ -40,6 +40,8 @@ class RunDryRunTest : public ::testing::Test {
             "best-effort",
             "--ledger",
             scratch_.Sub("ledger"),
+            "--patch",
+            scratch_.Sub("agent.patch"),
             "--dry-run"};
   }
   [[nodiscard]] RunOptions Env() const { return WithEnv({"XDG_RUNTIME_DIR=" + runtime_dir_}); }
@@ -59,6 +61,37 @@ TEST_F(RunDryRunTest, LeavesNothingOnTheHost) {
   EXPECT_TRUE(DirectoryEntries(root_).empty()) << "the dry run made a dispatch directory";
   EXPECT_TRUE(DirectoryEntries(runtime_dir_).empty()) << "the dry run made a state directory";
   EXPECT_EQ(access(scratch_.Sub("ledger").c_str(), F_OK), -1) << "the dry run opened the ledger";
+  EXPECT_EQ(access(scratch_.Sub("agent.patch").c_str(), F_OK), -1) << "the dry run made the patch";
+  // The harvest's patch sandbox is shown; a fresh clone's base commit comes from its refs,
+  // so no base read is.
+  EXPECT_NE(res.out.find("# the harvest's patch: git writes the agent's work since the base "
+                         "commit to " +
+                         scratch_.Sub("agent.patch")),
+            std::string::npos)
+      << res.out;
+  EXPECT_NE(res.out.find("argv: /bin/sh -c <the patch script> ateam-harvest"), std::string::npos)
+      << res.out;
+  EXPECT_EQ(res.out.find("# the harvest's base read"), std::string::npos) << res.out;
+}
+
+// A given workspace's base commit is read by git in the harvest's sandbox before the agent
+// starts: the dry run shows that sandbox (the workspace read-only in it), and the patch's
+// only with --patch.
+TEST_F(RunDryRunTest, AGivenWorkspacesDryRunShowsTheHarvestsBaseRead) {
+  RunResult res = RunAteam({"--workspace", repo_, "--out", scratch_.Sub("out"), "--workspace-root",
+                            root_, "--no-default-allow", "--dry-run"},
+                           {"true"}, Env());
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  const size_t base_read = res.out.find("# the harvest's base read");
+  ASSERT_NE(base_read, std::string::npos) << res.out;
+  const std::string harvest = res.out.substr(base_read);
+  EXPECT_NE(harvest.find("argv: /bin/sh -c <the base read script> ateam-harvest\n"),
+            std::string::npos)
+      << harvest;
+  EXPECT_NE(harvest.find("bind " + repo_ + " -> " + repo_ + " (ro)"), std::string::npos) << harvest;
+  EXPECT_EQ(res.out.find("# the harvest's patch"), std::string::npos) << res.out;
+  EXPECT_TRUE(DirectoryEntries(root_).empty()) << "the dry run made a dispatch directory";
+  EXPECT_EQ(access(scratch_.Sub("out").c_str(), F_OK), -1) << "the dry run made --out";
 }
 
 // Under strace: no process or thread started, no socket bound or listening, no directory

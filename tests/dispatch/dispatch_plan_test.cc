@@ -107,6 +107,9 @@ PlanFacts Facts(const ResolvedRequest& r) {
                   .resolv_conf_fd = 12,
                   .tty = r.request.tty == TtyMode::kOn};
   for (const CredentialsCopy& copy : r.credentials) facts.credentials.push_back({copy.dest, 11});
+  auto env = SandboxEnvironment(r, facts.workspace, facts.out);
+  EXPECT_TRUE(env) << env.error().Render();
+  if (env) facts.env = *env;
   if (r.request.tty == TtyMode::kOn) facts.tty_size = "24x80";
   if (r.request.memory || r.request.pids || r.request.cpus) {
     facts.cgroup_procs_fds = {13};

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "tests/support/plan_fixtures.h"
+
 namespace sbx::dispatch {
 namespace {
 
@@ -77,6 +79,42 @@ TEST(DryRunTest, ALeasedDispatchsLineNamesTheLeasedIds) {
   EXPECT_TRUE(line.starts_with(
       R"(setpriv --reuid="$LEASED_UID" --regid="$LEASED_GID" --clear-groups -- bwrap )"))
       << line;
+}
+
+HarvestPlan Harvest(const RunAsIds& run_as) {
+  auto plan =
+      CompileHarvestPlan({.workspace = "/w/ws", .run_as = run_as},
+                         run_as ? runtime::fixtures::RootHost() : runtime::fixtures::UserHost());
+  EXPECT_TRUE(plan) << plan.error().Render();
+  return plan ? std::move(*plan) : HarvestPlan{};
+}
+
+// The harvest's sandboxes are shown with their script named, not spelt out (it is the same
+// in every dispatch), and with the workspace read-only and no route out.
+TEST(DryRunTest, TheHarvestRunsAreShownWithTheirScriptNamed) {
+  const HarvestPlan harvest = Harvest(std::nullopt);
+  const std::string patch = DescribeHarvestRun(harvest.patch, "patch", std::nullopt);
+  EXPECT_NE(patch.find("argv: /bin/sh -c <the patch script> ateam-harvest ateam agent"),
+            std::string::npos)
+      << patch;
+  EXPECT_NE(patch.find("bind /w/ws -> /w/ws (ro)"), std::string::npos) << patch;
+  EXPECT_NE(patch.find("namespaces: user mnt pid net"), std::string::npos) << patch;
+  EXPECT_NE(patch.find("env: HOME=/tmp\n"), std::string::npos) << patch;
+  EXPECT_EQ(patch.find("format-patch"), std::string::npos) << "the script spelt out:\n" << patch;
+  const std::string base = DescribeHarvestRun(harvest.base_read, "base read", std::nullopt);
+  EXPECT_NE(base.find("argv: /bin/sh -c <the base read script> ateam-harvest\n"), std::string::npos)
+      << base;
+}
+
+// A leased dispatch's git runs as the leased ids on both sides of its maps, which the dry
+// run cannot know: named, never shown as the ids the plan was compiled with.
+TEST(DryRunTest, ALeasedHarvestNamesTheLeasedIds) {
+  const runtime::SandboxSpec::HostIds ids{.uid = 65534, .gid = 65534};
+  const std::string patch = DescribeHarvestRun(Harvest(ids).patch, "patch", ids);
+  EXPECT_NE(patch.find("uid map: LEASED_UID LEASED_UID 1\n"), std::string::npos) << patch;
+  EXPECT_NE(patch.find("gid map: LEASED_GID LEASED_GID 1\n"), std::string::npos) << patch;
+  EXPECT_NE(patch.find("sandbox ids: LEASED_UID:LEASED_GID\n"), std::string::npos) << patch;
+  EXPECT_EQ(patch.find("65534"), std::string::npos) << patch;
 }
 
 }  // namespace

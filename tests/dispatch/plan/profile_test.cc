@@ -32,6 +32,9 @@ DispatchHostPaths Paths(bool with_routes) {
     paths.route_sockets = {"/state/route-0.sock", "/state/route-1.sock"};
     paths.route_listen = {"127.77.0.2:443", "127.77.0.3:8443"};
   }
+  auto env = BuildSandboxEnvironment(Request(), paths);
+  EXPECT_TRUE(env) << env.error().Render();
+  if (env) paths.env = *env;
   return paths;
 }
 
