@@ -27,9 +27,11 @@ class SandboxProcess {
   virtual void Signal(int sig) const = 0;
   // After pidfd() turned readable: the wait status of the sandbox's first process.
   virtual siginfo_t Reap() = 0;
-  // A pidfd of the sandbox's supervisor as it is now: the first process natively, bwrap's
-  // child under bwrap (an invalid fd while bwrap has not forked it yet). What the
-  // dispatch's channels check their peer against (relay/peer_check.h).
+  // A pidfd of the sandbox's supervisor, taken before it could have ended (so it names that
+  // process also after it was reaped): the first process natively; under bwrap, bwrap's
+  // child, taken while bwrap held it before the command (an invalid fd when bwrap failed
+  // before it forked). What the dispatch's channels check their peer against
+  // (relay/peer_check.h).
   [[nodiscard]] virtual base::UniqueFd SupervisorPidfd() const = 0;
 };
 
