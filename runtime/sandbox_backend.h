@@ -52,7 +52,8 @@ std::unique_ptr<SandboxBackend> NativeBackend();
 // bwrap at `bwrap_path`, in a child that enters the plan's cgroups, takes the sandbox's ids
 // when the plan maps the sandbox onto other host ids (bwrap cannot), lowers the rlimits
 // that mean the same across bwrap's exec, then becomes bwrap. A step of that child that
-// fails (or the exec) is Start's error, with its errno.
+// fails (or the exec) is Start's error, with its errno. bwrap's --info-fd and --block-fd
+// are the backend's own (SandboxProcess::SupervisorPidfd): a plan must not name them.
 std::unique_ptr<SandboxBackend> BwrapBackend(std::string bwrap_path);
 
 }  // namespace sbx::runtime
