@@ -132,11 +132,11 @@ class Bwrap final : public SandboxBackend {
 
   [[nodiscard]] base::Result<std::unique_ptr<SandboxProcess>> Start(
       const Plan& plan) const override {
-    // The pipes by which bwrap's child is held until we have its pidfd (HoldSupervisor):
-    // bwrap gets the write end of `info` and the read end of `hold`.
     if (plan.info_fd || plan.block_fd) {
       return base::Error(EINVAL, "bwrap backend: --info-fd and --block-fd are its own");
     }
+    // The pipes by which bwrap's child is held until we have its pidfd (HoldSupervisor):
+    // bwrap gets the write end of `info` and the read end of `hold`.
     Plan held = plan;
     auto info = base::MakePipe();
     if (!info) return info.error().WithContext("bwrap backend: --info-fd");
