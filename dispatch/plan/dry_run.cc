@@ -163,7 +163,8 @@ void PrintHarvest(const DryRunFacts& f) {
   if (f.request->patch) {
     fmt::print(
         "# the harvest's patch: git writes the agent's work since the base commit to {} "
-        "after the agent ends, in a sandbox of its own (and the dispatch's cgroup)\n{}",
+        "after the agent ends, in a sandbox of its own (in the dispatch's cgroup when it has "
+        "one)\n{}",
         *f.request->patch, DescribeHarvestRun(f.harvest->patch, "patch", leased));
   }
 }
