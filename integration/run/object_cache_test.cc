@@ -216,8 +216,8 @@ TEST_F(RunObjectCacheTest, LsJsonListsTheCacheAndHarvestVerifiesWhatItBorrows) {
   }
   for (size_t i = 0; i < planted.size(); ++i) {
     ASSERT_EQ(RunCommand({"sh", "-c",
-                          "chmod u+w " + alternates + " 2>/dev/null; echo '" + planted[i] + "' > " +
-                              alternates})
+                          fmt::format("chmod u+w {0} 2>/dev/null; echo '{1}' > {0}", alternates,
+                                      planted[i])})
                   .exit_code,
               0);
     RunResult bad = harvest(fmt::format("bad{}.patch", i));

@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -258,6 +260,51 @@ TEST_F(ObjectCacheTest, ACrowdedCacheIsRepackedAndKeepsEveryObject) {
   EXPECT_TRUE(notices.empty()) << ::testing::PrintToString(notices);
   EXPECT_EQ(Git(dir_.Sub("after/workspace"), "log --format=%s -1"),
             fmt::format("c{}", kMaxCachePacks));
+}
+
+// A stop signal waiting when the repack starts ends git at once: the cache is settled (it
+// passes its checks, every object still there) and a later repack folds its packs.
+TEST_F(ObjectCacheTest, AStopDuringTheRepackLeavesASoundCache) {
+  std::vector<std::string> notices;
+  std::string cache;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Sh(fmt::format("cd {} && echo s{} > f && git -c user.name=t -c user.email=t@t "
+                             "commit -qam s{} && chmod -R a+rX .",
+                             repo_, i, i)),
+              0);
+    auto borrowed = Clone(fmt::format("s{}", i), &notices);
+    ASSERT_TRUE(borrowed) << borrowed.error().Render();
+    cache = borrowed->cache;
+  }
+  auto packs = [&] { return Output("ls " + cache + "/objects/pack | grep -c '\\.pack$'"); };
+  ASSERT_EQ(packs(), "3");
+  auto root = OpenCacheRoot(cache_root_, ::geteuid() == 0);
+  ASSERT_TRUE(root) << root.error().Render();
+  const std::string name = cache.substr(cache.rfind('/') + 1);
+  const std::string source = CacheKeyOf(repo_)->source;
+  // SIGUSR2 blocked and pending: the signalfd has it before git starts.
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  ASSERT_EQ(::sigprocmask(SIG_BLOCK, &usr2, nullptr), 0);
+  base::UniqueFd stop(::signalfd(-1, &usr2, SFD_CLOEXEC | SFD_NONBLOCK));
+  ASSERT_TRUE(stop);
+  ASSERT_EQ(::raise(SIGUSR2), 0);
+  auto stopped = RepackCacheIfCrowded(*root, name, source, stop.get(), 1);
+  ASSERT_EQ(::sigprocmask(SIG_UNBLOCK, &usr2, nullptr), 0);
+  ASSERT_TRUE(stopped) << stopped.error().Render();
+  EXPECT_EQ(stopped->stopped_by, SIGUSR2);
+  EXPECT_FALSE(stopped->repacked);
+  auto fd = base::OpenBeneath(root->fd.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  ASSERT_TRUE(fd);
+  EXPECT_EQ(CacheProblemAt(fd->get(), root->shared, ::geteuid()), std::nullopt);
+  EXPECT_EQ(Git(cache, "fsck --no-dangling --no-progress"), "");
+  auto folded = RepackCacheIfCrowded(*root, name, source, -1, 1);
+  ASSERT_TRUE(folded) << folded.error().Render();
+  EXPECT_TRUE(folded->repacked);
+  EXPECT_EQ(packs(), "1");
+  EXPECT_EQ(CacheProblemAt(fd->get(), root->shared, ::geteuid()), std::nullopt);
+  EXPECT_EQ(Git(dir_.Sub("s0/workspace"), "fsck --no-dangling --no-progress"), "");
 }
 
 TEST_F(ObjectCacheTest, LsSeesTheCacheAndGcLeavesOneInUse) {
