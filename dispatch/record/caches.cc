@@ -12,7 +12,9 @@
 #include "base/safe_path.h"
 #include "base/unique_fd.h"
 #include "dispatch/host/prepare.h"
+#include "dispatch/record/alternates.h"
 #include "dispatch/sys/at_file.h"
+#include "dispatch/sys/caller_stderr.h"
 #include "runtime/host_facts.h"
 
 namespace sbx::dispatch {
@@ -48,38 +50,29 @@ base::Result<std::optional<CacheRoot>> OpenCallerCacheRoot(
 
 namespace {
 
-// The cache named by one line of a workspace's alternates, verified: its path.
-base::Result<std::string> VerifiedBorrowedCache(const std::string& line,
+// The cache `store` of a workspace's alternates, verified: its path.
+base::Result<std::string> VerifiedBorrowedCache(const AlternateStore& store,
                                                 const std::optional<std::string>& cache_root) {
-  const std::string suffix = "/objects";
+  const std::string cache = store.cache();
   auto refuse = [&](const std::string& why) {
-    return base::Error::Message(
-        fmt::format("the workspace borrows objects from {}: {}", line, why));
+    return base::Error::Message(fmt::format("the workspace borrows objects from {}/objects: {}",
+                                            EscapeForTerminal(cache), why));
   };
-  if (!line.starts_with('/') || !line.ends_with(suffix) || line.find("//") != std::string::npos ||
-      line.find("/./") != std::string::npos || line.find("/../") != std::string::npos) {
-    return refuse("not an object cache's objects directory");
-  }
-  std::string cache = line.substr(0, line.size() - suffix.size());
-  size_t slash = cache.rfind('/');
-  std::string root_path = slash == 0 ? "/" : cache.substr(0, slash);
-  std::string name = cache.substr(slash + 1);
-  if (name.empty() || name.starts_with('.')) return refuse("not an object cache");
   if (cache_root) {
     char real[PATH_MAX];
-    if (::realpath(cache_root->c_str(), real) == nullptr || root_path != real) {
-      return refuse(fmt::format("not in --cache-root {}", *cache_root));
+    if (::realpath(cache_root->c_str(), real) == nullptr || store.root != real) {
+      return refuse(fmt::format("not in --cache-root {}", EscapeForTerminal(*cache_root)));
     }
   }
   // Every component root's or the caller's, none a symlink, the root itself writable by
   // its owner only.
-  auto root_fd = base::OpenTrustedDir(root_path, ::geteuid());
+  auto root_fd = base::OpenTrustedDir(store.root, ::geteuid());
   if (!root_fd) return refuse(root_fd.error().Render());
   struct stat root_st {};
   if (::fstat(root_fd->get(), &root_st) != 0) return refuse("its cache root can't be read");
   const uid_t owner = root_st.st_uid;
   if (owner != ::geteuid() && owner != 0) return refuse("a cache root of another user's");
-  auto fd = base::OpenBeneath(root_fd->get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  auto fd = base::OpenBeneath(root_fd->get(), store.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   if (!fd) return refuse(fd.error().Render());
   // Root's caches are readable by the dispatch's user; a user's are its own.
   if (auto problem = CacheProblemAt(fd->get(), owner == 0, owner)) {
@@ -100,15 +93,10 @@ base::Result<std::vector<std::string>> BorrowedCachesOf(
   if (!StatAt(info->get(), "alternates")) return caches;
   auto text = ReadFileAt(info->get(), "alternates", 64 << 10);
   if (!text) return text.error().WithContext("the workspace's .git/objects/info/alternates");
-  size_t start = 0;
-  while (start < text->size()) {
-    size_t end = text->find('\n', start);
-    if (end == std::string::npos) end = text->size();
-    std::string line = text->substr(start, end - start);
-    start = end + 1;
-    // Git skips blank lines and comments.
-    if (line.empty() || line.starts_with('#')) continue;
-    auto cache = VerifiedBorrowedCache(line, cache_root);
+  auto stores = ParseWorkspaceAlternates(*text);
+  if (!stores) return stores.error();
+  for (const auto& store : *stores) {
+    auto cache = VerifiedBorrowedCache(store, cache_root);
     if (!cache) return cache.error();
     caches.push_back(*cache);
   }
