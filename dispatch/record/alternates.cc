@@ -16,16 +16,9 @@ bool HasControl(const std::string& text) {
 
 // Every component of the absolute `path` after the leading '/' non-empty, not "." or "..".
 bool PlainAbsolute(const std::string& path) {
-  if (!path.starts_with('/')) return false;
-  size_t start = 1;
-  while (start <= path.size()) {
-    size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    std::string part = path.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return true;
+  const std::string closed = path + "/";
+  return path.starts_with('/') && closed.find("//") == std::string::npos &&
+         closed.find("/./") == std::string::npos && closed.find("/../") == std::string::npos;
 }
 
 }  // namespace
