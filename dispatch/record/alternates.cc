@@ -1,5 +1,7 @@
 #include "dispatch/record/alternates.h"
 
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include "dispatch/sys/caller_stderr.h"
@@ -26,12 +28,8 @@ bool PlainAbsolute(const std::string& path) {
 base::Result<std::vector<AlternateStore>> ParseWorkspaceAlternates(const std::string& text) {
   std::vector<AlternateStore> stores;
   const std::string suffix = "/objects";
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    start = end + 1;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line.starts_with('#')) continue;
     auto refuse = [&](const char* why) {
       return base::Error::Message(
