@@ -23,9 +23,9 @@ class RunDryRunTest : public ::testing::Test {
     ASSERT_EQ(RunCommand({"mkdir", root_, runtime_dir_}).exit_code, 0);
   }
 
-  // Every part of a dispatch that makes something: a fresh clone, routes, a terminal, a
-  // cgroup limit (best effort: an unprivileged caller has no cgroup on every host), the
-  // ledger, the patch.
+  // Every part of a dispatch that makes something: a fresh clone borrowing from an object
+  // cache, routes, a terminal, a cgroup limit (best effort: an unprivileged caller has no
+  // cgroup on every host), the ledger.
   [[nodiscard]] Args Options() const {
     return {"--repo",
             repo_,
@@ -40,8 +40,9 @@ class RunDryRunTest : public ::testing::Test {
             "best-effort",
             "--ledger",
             scratch_.Sub("ledger"),
-            "--patch",
-            scratch_.Sub("agent.patch"),
+            "--object-cache",
+            "--cache-root",
+            caches_,
             "--dry-run"};
   }
   [[nodiscard]] RunOptions Env() const { return WithEnv({"XDG_RUNTIME_DIR=" + runtime_dir_}); }
@@ -50,6 +51,7 @@ class RunDryRunTest : public ::testing::Test {
   std::string repo_;
   std::string root_ = scratch_.Sub("dispatches");
   std::string runtime_dir_ = scratch_.Sub("xdg");
+  std::string caches_ = scratch_.Sub("caches");
 };
 
 TEST_F(RunDryRunTest, LeavesNothingOnTheHost) {
@@ -61,25 +63,22 @@ TEST_F(RunDryRunTest, LeavesNothingOnTheHost) {
   EXPECT_TRUE(DirectoryEntries(root_).empty()) << "the dry run made a dispatch directory";
   EXPECT_TRUE(DirectoryEntries(runtime_dir_).empty()) << "the dry run made a state directory";
   EXPECT_EQ(access(scratch_.Sub("ledger").c_str(), F_OK), -1) << "the dry run opened the ledger";
-  EXPECT_EQ(access(scratch_.Sub("agent.patch").c_str(), F_OK), -1) << "the dry run made the patch";
-  // The harvest's patch sandbox is shown; a fresh clone's base commit comes from its refs,
-  // so no base read is.
-  EXPECT_NE(res.out.find("# the harvest's patch: git writes the agent's work since the base "
-                         "commit to " +
-                         scratch_.Sub("agent.patch")),
-            std::string::npos)
+  EXPECT_EQ(CountLines(res.out, "object cache: " + caches_ + "/"), 1) << res.out;
+  EXPECT_EQ(CountLines(res.out, "none yet (nor its cache root): would be filled from"), 1)
       << res.out;
-  EXPECT_NE(res.out.find("argv: /bin/sh -c <the patch script> ateam-harvest"), std::string::npos)
-      << res.out;
-  EXPECT_EQ(res.out.find("# the harvest's base read"), std::string::npos) << res.out;
+  EXPECT_EQ(access(caches_.c_str(), F_OK), -1) << "the dry run made the cache root";
+  // A fresh clone's base commit comes from its refs and there is no --patch: no harvest
+  // sandbox is shown.
+  EXPECT_EQ(res.out.find("# the harvest's"), std::string::npos) << res.out;
 }
 
 // A given workspace's base commit is read by git in the harvest's sandbox before the agent
-// starts: the dry run shows that sandbox (the workspace read-only in it), and the patch's
-// only with --patch.
-TEST_F(RunDryRunTest, AGivenWorkspacesDryRunShowsTheHarvestsBaseRead) {
+// starts, and --patch is written by git in another after it: the dry run shows both (the
+// workspace read-only in them) and makes neither the patch nor --out.
+TEST_F(RunDryRunTest, AGivenWorkspacesDryRunShowsTheHarvestsSandboxes) {
+  const std::string patch = scratch_.Sub("agent.patch");
   RunResult res = RunAteam({"--workspace", repo_, "--out", scratch_.Sub("out"), "--workspace-root",
-                            root_, "--no-default-allow", "--dry-run"},
+                            root_, "--no-default-allow", "--patch", patch, "--dry-run"},
                            {"true"}, Env());
   ASSERT_EQ(res.exit_code, 0) << Describe(res);
   const size_t base_read = res.out.find("# the harvest's base read");
@@ -88,10 +87,44 @@ TEST_F(RunDryRunTest, AGivenWorkspacesDryRunShowsTheHarvestsBaseRead) {
   EXPECT_NE(harvest.find("argv: /bin/sh -c <the base read script> ateam-harvest\n"),
             std::string::npos)
       << harvest;
-  EXPECT_NE(harvest.find("bind " + repo_ + " -> " + repo_ + " (ro)"), std::string::npos) << harvest;
-  EXPECT_EQ(res.out.find("# the harvest's patch"), std::string::npos) << res.out;
+  EXPECT_EQ(CountLines(harvest, "bind " + repo_ + " -> " + repo_ + " (ro)"), 2) << harvest;
+  EXPECT_NE(harvest.find("# the harvest's patch: git writes the agent's work since the base "
+                         "commit to " +
+                         patch),
+            std::string::npos)
+      << harvest;
+  EXPECT_NE(harvest.find("argv: /bin/sh -c <the patch script> ateam-harvest"), std::string::npos)
+      << harvest;
   EXPECT_TRUE(DirectoryEntries(root_).empty()) << "the dry run made a dispatch directory";
   EXPECT_EQ(access(scratch_.Sub("out").c_str(), F_OK), -1) << "the dry run made --out";
+  EXPECT_EQ(access(patch.c_str(), F_OK), -1) << "the dry run made the patch";
+}
+
+// With the cache there: the dry run says it would be reused and shows its read-only bind,
+// and touches nothing (the lock file keeps its time, no lock is taken, nothing is added).
+TEST_F(RunDryRunTest, AnObjectCacheThereIsShownReusedAndLeftAlone) {
+  Args real = Options();
+  real.pop_back();  // --dry-run
+  RunResult filled = RunAteam(real, {"true"}, Env());
+  ASSERT_EQ(filled.exit_code, 0) << Describe(filled);
+  std::string name;
+  for (const auto& entry : DirectoryEntries(caches_)) {
+    if (entry.ends_with(".lock")) name = entry.substr(0, entry.size() - 5);
+  }
+  ASSERT_FALSE(name.empty()) << "no cache made";
+  const std::string cache = caches_ + "/" + name;
+  ASSERT_EQ(RunCommand({"touch", "-d", "2 days ago", cache + ".lock"}).exit_code, 0);
+  const std::vector<std::string> before = DirectoryEntries(caches_);
+  const std::string stamp = RunCommand({"stat", "-c", "%Y", cache + ".lock"}).out;
+  RunResult res = RunAteam(Options(), {"true"}, Env());
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  EXPECT_EQ(CountLines(res.out, "object cache: " + cache + ": passes its checks: would be reused"),
+            1)
+      << res.out;
+  EXPECT_EQ(CountLines(res.out, "bind " + cache + " -> " + cache + " (ro)"), 1) << res.out;
+  EXPECT_EQ(CountLines(res.out, "--ro-bind " + cache + " " + cache), 1) << res.out;
+  EXPECT_EQ(DirectoryEntries(caches_), before);
+  EXPECT_EQ(RunCommand({"stat", "-c", "%Y", cache + ".lock"}).out, stamp) << "the lock was touched";
 }
 
 // Under strace: no process or thread started, no socket bound or listening, no directory
