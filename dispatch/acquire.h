@@ -84,15 +84,17 @@ struct AcquireContext {
   DispatchDirEnd* dir_end = nullptr;
 };
 
+// The members, declared in the order of the list above (why each goes before the next).
 struct AcquiredDispatch {
-  std::optional<IdLease> lease;
+  std::optional<IdLease> lease;  // nullopt: no leased identity (not root, --run-as)
   std::optional<base::OutputFile> id_file;
   base::UniqueFd stop_fd;
   std::optional<DispatchDirs> dirs;
+  // Both point at `dirs`.
   std::optional<MadeDirCleanup> cleanup;
   std::optional<LentDirs> lent;
   std::optional<GitGuard> guard;
-  std::optional<base::OutputFile> patch_file;
+  std::optional<base::OutputFile> patch_file;  // nullopt without --patch
   std::vector<std::string> env;
   HostResources held;
   // A stop signal or the deadline that came while acquiring (0: none): nothing more was
