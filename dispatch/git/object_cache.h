@@ -93,6 +93,11 @@ base::Result<std::string> InstallIntoCache(const CacheRoot& root, const CacheKey
 
 // The mode of every file of a cache of `root` (0444 shared, 0400 private).
 mode_t CacheFileMode(const CacheRoot& root);
+// Copies the scratch's pack file `name` from `src_fd` into the cache's objects/pack `dst_fd`
+// (same name, `mode`) unless it is there: the source must be a regular file of `owner` with
+// one link, opened without following links. What the cache then holds under that name.
+base::Result<CachedFile> CopyPackIntoCache(int src_fd, int dst_fd, const std::string& name,
+                                           uid_t owner, mode_t mode);
 // (Re)writes the manifest of the cache open at `cache_fd` from the pack files it holds now.
 base::Status WriteCacheManifest(const CacheRoot& root, int cache_fd, const std::string& source);
 

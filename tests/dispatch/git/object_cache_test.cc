@@ -290,7 +290,7 @@ TEST_F(ObjectCacheTest, AStopDuringTheRepackLeavesASoundCache) {
   base::UniqueFd stop(::signalfd(-1, &usr2, SFD_CLOEXEC | SFD_NONBLOCK));
   ASSERT_TRUE(stop);
   ASSERT_EQ(::raise(SIGUSR2), 0);
-  auto stopped = RepackCacheIfCrowded(*root, name, source, stop.get(), 1);
+  auto stopped = RepackCacheIfCrowded(*root, name, source, stop.get(), {}, 1);
   ASSERT_EQ(::sigprocmask(SIG_UNBLOCK, &usr2, nullptr), 0);
   ASSERT_TRUE(stopped) << stopped.error().Render();
   EXPECT_EQ(stopped->stopped_by, SIGUSR2);
@@ -299,7 +299,7 @@ TEST_F(ObjectCacheTest, AStopDuringTheRepackLeavesASoundCache) {
   ASSERT_TRUE(fd);
   EXPECT_EQ(CacheProblemAt(fd->get(), root->shared, ::geteuid()), std::nullopt);
   EXPECT_EQ(Git(cache, "fsck --no-dangling --no-progress"), "");
-  auto folded = RepackCacheIfCrowded(*root, name, source, -1, 1);
+  auto folded = RepackCacheIfCrowded(*root, name, source, -1, {}, 1);
   ASSERT_TRUE(folded) << folded.error().Render();
   EXPECT_TRUE(folded->repacked);
   EXPECT_EQ(packs(), "1");
