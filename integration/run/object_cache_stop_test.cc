@@ -91,10 +91,15 @@ class RunObjectCacheStopTest : public ::testing::Test {
   RootTempDir dir_;
 };
 
-// With a cache already there (the fetch borrows from it): SIGINT during the fetch.
+// With a cache already there and a new commit in the source (the fetch borrows from the
+// cache; with nothing new there would be no fetch): SIGINT during the fetch.
 TEST_F(RunObjectCacheStopTest, SigintDuringTheFetchStopsItAndKeepsTheCache) {
   RunResult first = RunAteam(Options({"--rm"}), {"true"}, WithTimeout(milliseconds(60000)));
   ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  ASSERT_EQ(RunCommand({"git", "-C", dir_.Sub("src"), "-c", "user.name=t", "-c", "user.email=t@t",
+                        "commit", "-q", "--allow-empty", "-m", "new"})
+                .exit_code,
+            0);
   Process run = Process::Start(RunArgv(Options({}), Agent()), WithEnv({SlowPath()}));
   for (int i = 0; i < 400 && !FetchStarted(); ++i) usleep(50000);
   ASSERT_TRUE(FetchStarted()) << "the fetch never started";
