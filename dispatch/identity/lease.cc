@@ -1,6 +1,7 @@
 #include "dispatch/identity/lease.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -174,8 +175,12 @@ base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::s
     }
     const std::string name = std::to_string(uid);
     const std::string path = options.dir + "/" + name;
-    // Before creating anything: an id somebody has is never a lease, not even a file.
-    if (taken(uid, gid)) continue;
+    // Before creating anything: an id somebody has is never a lease, not even a file. A
+    // lease file that is there is looked at first: most are held by dispatches, and those
+    // are passed over without looking the id up in passwd and group (each a file read).
+    struct stat there {};
+    const bool exists = ::fstatat(dir->get(), name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!exists && taken(uid, gid)) continue;
     auto fd = base::OpenBeneath(dir->get(), name, O_RDWR | O_CREAT, 0600);
     if (!fd) return fd.error();
     struct stat st {};
@@ -193,6 +198,7 @@ base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::s
       ++held;
       continue;  // a finished dispatch whose files may still be there
     }
+    if (exists && taken(uid, gid)) continue;  // the lock goes with the fd
     IdLease lease;
     lease.fd_ = std::move(*fd);
     lease.dispatch_id_ = dispatch_id;

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "tests/dispatch/scratch_dir.h"
@@ -97,6 +98,32 @@ TEST(IdLeaseTest, SkipsTheOverflowIdAndIdsSomebodyHas) {
   ASSERT_TRUE(b);
   EXPECT_EQ(b->ids().uid, 65536U);
   EXPECT_EQ(LeaseFiles(s), 2U) << "no file for an id that was never a candidate";
+}
+
+// A free lease file left from an earlier dispatch: its id is still looked up before it is
+// granted again (a held one is passed over before the look-up).
+TEST(IdLeaseTest, AFreedLeaseOfAnIdSomebodyNowHasIsNotGranted) {
+  ScratchDir s;
+  auto options = TestOptions(s, 500000, 3);
+  std::optional<IdLease> held;
+  {
+    auto first = IdLease::Acquire(options, "a", {});  // released at the end of the block
+    ASSERT_TRUE(first) << first.error().Render();
+    ASSERT_EQ(first->ids().uid, 500000U);
+    auto second = IdLease::Acquire(options, "b", {});
+    ASSERT_TRUE(second);
+    ASSERT_EQ(second->ids().uid, 500001U);
+    held.emplace(std::move(*second));
+  }
+  int looked_up = 0;
+  options.taken = [&](uid_t uid, gid_t) {
+    ++looked_up;
+    return uid == 500000;
+  };
+  auto next = IdLease::Acquire(options, "c", {});
+  ASSERT_TRUE(next) << next.error().Render();
+  EXPECT_EQ(next->ids().uid, 500002U);
+  EXPECT_EQ(looked_up, 2) << "500000 (free, taken) and 500002 (new); not 500001 (held)";
 }
 
 TEST(IdLeaseTest, TheHostScanSkipsOurOwnIds) {
