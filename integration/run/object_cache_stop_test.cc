@@ -67,6 +67,20 @@ class RunObjectCacheStopTest : public ::testing::Test {
     return ReadFile(dir_.Sub("status.json")).value_or("");
   }
 
+  void FillTheCache() {
+    RunResult first = RunAteam(Options({"--rm"}), {"true"}, WithTimeout(milliseconds(60000)));
+    ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  }
+
+  // A cached dispatch whose git sleeps on `step`, sent `signal` once the step started.
+  RunResult StoppedDuring(const std::string& step, int signal) {
+    Process run = Process::Start(RunArgv(Options({}), Agent()), SlowOn(step));
+    for (int i = 0; i < 400 && !FetchStarted(); ++i) usleep(50000);
+    EXPECT_TRUE(FetchStarted()) << step << " never started";
+    EXPECT_EQ(kill(run.pid(), signal), 0);
+    return run.Wait(milliseconds(20000));
+  }
+
   // What a stopped run must leave: no dispatch directory, no git, no agent.
   void ExpectNothingLeft(const RunResult& res) {
     EXPECT_TRUE(FetchStarted()) << "the stop did not come during the slow step";
@@ -98,17 +112,13 @@ class RunObjectCacheStopTest : public ::testing::Test {
 // With a cache already there and a new commit in the source (the fetch borrows from the
 // cache; with nothing new there would be no fetch): SIGINT during the fetch.
 TEST_F(RunObjectCacheStopTest, SigintDuringTheFetchStopsItAndKeepsTheCache) {
-  RunResult first = RunAteam(Options({"--rm"}), {"true"}, WithTimeout(milliseconds(60000)));
-  ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  ASSERT_NO_FATAL_FAILURE(FillTheCache());
   ASSERT_EQ(RunCommand({"git", "-C", dir_.Sub("src"), "-c", "user.name=t", "-c", "user.email=t@t",
                         "commit", "-q", "--allow-empty", "-m", "new"})
                 .exit_code,
             0);
-  Process run = Process::Start(RunArgv(Options({}), Agent()), SlowOn("--bare"));
-  for (int i = 0; i < 400 && !FetchStarted(); ++i) usleep(50000);
-  ASSERT_TRUE(FetchStarted()) << "the fetch never started";
-  ASSERT_EQ(kill(run.pid(), SIGINT), 0);
-  RunResult res = run.Wait(milliseconds(20000));
+  RunResult res;
+  ASSERT_NO_FATAL_FAILURE(res = StoppedDuring("--bare", SIGINT));
   EXPECT_EQ(res.exit_code, 130) << Describe(res);
   EXPECT_EQ(res.err,
             "ateam-sandbox run: interrupted by SIGINT before the agent started: nothing ran\n");
@@ -120,13 +130,9 @@ TEST_F(RunObjectCacheStopTest, SigintDuringTheFetchStopsItAndKeepsTheCache) {
 // With a cache and nothing new in the source: SIGTERM while the source's refs are listed
 // (the step that finds there is nothing to fetch).
 TEST_F(RunObjectCacheStopTest, SigtermDuringTheListingStopsIt) {
-  RunResult first = RunAteam(Options({"--rm"}), {"true"}, WithTimeout(milliseconds(60000)));
-  ASSERT_EQ(first.exit_code, 0) << Describe(first);
-  Process run = Process::Start(RunArgv(Options({}), Agent()), SlowOn("ls-remote"));
-  for (int i = 0; i < 400 && !FetchStarted(); ++i) usleep(50000);
-  ASSERT_TRUE(FetchStarted()) << "the listing never started";
-  ASSERT_EQ(kill(run.pid(), SIGTERM), 0);
-  RunResult res = run.Wait(milliseconds(20000));
+  ASSERT_NO_FATAL_FAILURE(FillTheCache());
+  RunResult res;
+  ASSERT_NO_FATAL_FAILURE(res = StoppedDuring("ls-remote", SIGTERM));
   EXPECT_EQ(res.exit_code, 143) << Describe(res);
   EXPECT_EQ(res.err,
             "ateam-sandbox run: interrupted by SIGTERM before the agent started: nothing ran\n");
