@@ -94,9 +94,8 @@ Env Setup(const Config& cfg) {
         "head -c 1500 /dev/urandom | base64 > $d/f$i.txt; done; done; echo hi > README; "
         "git add -A; git -c user.name=b -c user.email=b@b commit -qm one; echo more >> README; "
         "git -c user.name=b -c user.email=b@b commit -qam two");
-  // A root caller's sandbox runs as another uid: the workspace's top is lent to it (as the
-  // tests do, from 65534) and each --out is made beforehand (MakeOutDirs), then lent too.
-  if (getuid() == 0) Shell("chown 65534:65534 " + env.workspace);
+  // A root caller's sandbox runs as another uid: each --workspace and --out is made
+  // beforehand (MakeOutDirs), the workspace given to 65534 as the tests do, then lent.
   env.ports[0] = Listen();
   env.ports[1] = Listen();
   return env;
@@ -109,7 +108,8 @@ std::vector<std::string> RunArgv(const Config& cfg, const Env& env, const std::s
   if (mode == "repo") {
     argv.insert(argv.end(), {"--repo", env.repo, "--workspace-root", env.roots});
   } else {
-    argv.insert(argv.end(), {"--workspace", env.workspace});
+    // A workspace of its own: `run` refuses a second dispatch in a workspace in use.
+    argv.insert(argv.end(), {"--workspace", env.workspace + "/" + std::to_string(n)});
   }
   argv.insert(argv.end(), {"--out", env.outs + "/" + std::to_string(n), "--credentials",
                            env.cred + ":creds.json", "--agent", "none", "--allow",
@@ -119,21 +119,27 @@ std::vector<std::string> RunArgv(const Config& cfg, const Env& env, const std::s
   return argv;
 }
 
-// outs/0 .. outs/count-1, made before the clock starts: `run` lends a root caller's --out
-// to the sandbox's uid, which could not create it in outs/ (root's).
+// outs/N and ws/N for N below `count`, made before the clock starts: `run` lends a root
+// caller's --out to the sandbox's uid, which could not create it in outs/ (root's).
 void MakeOutDirs(const Env& env, int count) {
   for (int n = 0; n < count; ++n) {
-    std::string dir = env.outs + "/" + std::to_string(n);
-    if (mkdir(dir.c_str(), 0755) != 0) {
-      std::perror(dir.c_str());
-      std::exit(1);
+    for (const std::string& parent : {env.outs, env.workspace}) {
+      std::string dir = parent + "/" + std::to_string(n);
+      if (mkdir(dir.c_str(), 0755) != 0) {
+        std::perror(dir.c_str());
+        std::exit(1);
+      }
+      if (parent == env.workspace && getuid() == 0 && chown(dir.c_str(), 65534, 65534) != 0) {
+        std::perror(dir.c_str());
+        std::exit(1);
+      }
     }
   }
 }
 
 void Clean(const Env& env) {
   namespace fs = std::filesystem;
-  for (const std::string& dir : {env.roots, env.outs, env.logs}) {
+  for (const std::string& dir : {env.roots, env.outs, env.logs, env.workspace}) {
     for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path());
   }
 }

@@ -64,13 +64,17 @@ class BwrapProcess final : public SandboxProcess {
     siginfo_t info{};
     ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
   }
-  [[nodiscard]] base::UniqueFd SupervisorPidfd() const override { return ChildPidfd(); }
+  // The pidfd taken while bwrap held its child (HoldSupervisor), else bwrap's child now.
+  [[nodiscard]] base::UniqueFd SupervisorPidfd() const override {
+    if (supervisor_) return base::UniqueFd(::fcntl(supervisor_.get(), F_DUPFD_CLOEXEC, 3));
+    return ChildPidfd();
+  }
   [[nodiscard]] int pidfd() const override { return pidfd_.get(); }
   // bwrap itself passes nothing on: every signal but SIGKILL goes to its only child, the
   // sandbox's pid 1 (--as-pid-1).
   void Signal(int sig) const override {
     if (sig != SIGKILL) {
-      if (base::UniqueFd supervisor = ChildPidfd(); supervisor) {
+      if (base::UniqueFd supervisor = SupervisorPidfd(); supervisor) {
         base::PidfdSendSignal(supervisor.get(), sig);
         return;
       }
@@ -82,6 +86,23 @@ class BwrapProcess final : public SandboxProcess {
     ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd_.get()), &info, WEXITED);
     reaped_ = true;
     return info;
+  }
+
+  // Keeps a pidfd of the supervisor, bwrap's child, before it can run anything: `info` is
+  // bwrap's --info-fd, which it writes and closes right after its clone (EOF comes sooner
+  // only when bwrap failed), and its child waits on --block-fd, after its mounts and
+  // before the command, until `release` goes. So the pidfd refers to the supervisor from
+  // its first instruction on, also after bwrap has reaped it, and the channels' peer check
+  // (relay/peer_check.h) holds a late handover to it, not to whatever lives now.
+  void HoldSupervisor(base::UniqueFd info, base::UniqueFd release) {
+    char document[512];
+    for (;;) {
+      const ssize_t n = ::read(info.get(), document, sizeof document);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+    }
+    supervisor_ = ChildPidfd();
+    release.reset();
   }
 
  private:
@@ -98,6 +119,7 @@ class BwrapProcess final : public SandboxProcess {
 
   pid_t pid_;
   base::UniqueFd pidfd_;
+  base::UniqueFd supervisor_;  // HoldSupervisor's
   bool reaped_ = false;
 };
 
@@ -110,9 +132,21 @@ class Bwrap final : public SandboxBackend {
 
   [[nodiscard]] base::Result<std::unique_ptr<SandboxProcess>> Start(
       const Plan& plan) const override {
+    if (plan.info_fd || plan.block_fd) {
+      return base::Error(EINVAL, "bwrap backend: --info-fd and --block-fd are its own");
+    }
+    // The pipes by which bwrap's child is held until we have its pidfd (HoldSupervisor):
+    // bwrap gets the write end of `info` and the read end of `hold`.
+    Plan held = plan;
+    auto info = base::MakePipe();
+    if (!info) return info.error().WithContext("bwrap backend: --info-fd");
+    auto hold = base::MakePipe();
+    if (!hold) return hold.error().WithContext("bwrap backend: --block-fd");
+    held.info_fd = info->write_end.get();
+    held.block_fd = hold->read_end.get();
     // Everything that allocates happens here, before the clone: the child only makes
     // system calls until it execs.
-    auto invocation = PrepareBwrapInvocation(plan, path_);
+    auto invocation = PrepareBwrapInvocation(held, path_);
     if (!invocation) return invocation.error();
     std::vector<char*> argv = ArgvPointers(*invocation);
     auto report = base::ChildReport::Open();
@@ -120,13 +154,17 @@ class Bwrap final : public SandboxBackend {
     // A child that becomes bwrap; our pidfd of it is the handle.
     auto child = base::CloneWithPidfd(0, "the bwrap backend's child");
     if (!child) return child.error();
-    if (child->pid == 0) BecomeBwrap(plan, *invocation, argv.data(), *report);
+    if (child->pid == 0) BecomeBwrap(held, *invocation, argv.data(), *report);
     report->CloseWriteEnd();
+    // Only bwrap holds these now, so EOF on `info` comes when bwrap closed it or ended.
+    info->write_end.reset();
+    hold->read_end.reset();
     // From here a failure kills and reaps the child with its handle.
     auto process = std::make_unique<BwrapProcess>(child->pid, std::move(child->pidfd));
     auto failure = report->Read();
     if (!failure) return failure.error();
     if (*failure) return StepError(plan, **failure);
+    process->HoldSupervisor(std::move(info->read_end), std::move(hold->write_end));
     return std::unique_ptr<SandboxProcess>(std::move(process));
   }
 

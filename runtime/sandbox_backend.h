@@ -27,9 +27,11 @@ class SandboxProcess {
   virtual void Signal(int sig) const = 0;
   // After pidfd() turned readable: the wait status of the sandbox's first process.
   virtual siginfo_t Reap() = 0;
-  // A pidfd of the sandbox's supervisor as it is now: the first process natively, bwrap's
-  // child under bwrap (an invalid fd while bwrap has not forked it yet). What the
-  // dispatch's channels check their peer against (relay/peer_check.h).
+  // A pidfd of the sandbox's supervisor, taken before it could have ended (so it names that
+  // process also after it was reaped): the first process natively; under bwrap, bwrap's
+  // child, taken while bwrap held it before the command (an invalid fd when bwrap failed
+  // before it forked). What the dispatch's channels check their peer against
+  // (relay/peer_check.h).
   [[nodiscard]] virtual base::UniqueFd SupervisorPidfd() const = 0;
 };
 
@@ -50,7 +52,8 @@ std::unique_ptr<SandboxBackend> NativeBackend();
 // bwrap at `bwrap_path`, in a child that enters the plan's cgroups, takes the sandbox's ids
 // when the plan maps the sandbox onto other host ids (bwrap cannot), lowers the rlimits
 // that mean the same across bwrap's exec, then becomes bwrap. A step of that child that
-// fails (or the exec) is Start's error, with its errno.
+// fails (or the exec) is Start's error, with its errno. bwrap's --info-fd and --block-fd
+// are the backend's own (SandboxProcess::SupervisorPidfd): a plan must not name them.
 std::unique_ptr<SandboxBackend> BwrapBackend(std::string bwrap_path);
 
 }  // namespace sbx::runtime

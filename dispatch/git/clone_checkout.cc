@@ -13,6 +13,7 @@
 #include "base/unique_fd.h"
 #include "dispatch/git/clone_submodules.h"
 #include "dispatch/git/host_git.h"
+#include "dispatch/git/source_index.h"
 #include "dispatch/sys/at_file.h"
 #include "dispatch/sys/run_as_child.h"
 
@@ -104,11 +105,18 @@ std::vector<std::string> AgainstSource(const std::string& work_tree,
   return full;
 }
 
+// `index_file`: the index git compares with (source_index.h), "" for the clone's own.
+HostGitOptions WithIndex(const std::string& index_file, HostGitOptions options = {}) {
+  options.index_file = index_file;
+  return options;
+}
+
 base::Result<SourceChanges> ReadSourceChanges(const std::string& work_tree, int ws_fd,
-                                              const RunAsIds& ids) {
+                                              const RunAsIds& ids, const std::string& index_file) {
   auto status = Git(ids, ws_fd,
                     AgainstSource(work_tree, {"status", "--porcelain", "-z", "--no-renames",
-                                              "--ignore-submodules=all", "--untracked-files=all"}));
+                                              "--ignore-submodules=all", "--untracked-files=all"}),
+                    WithIndex(index_file));
   if (!status) return status.error();
   if (status->exit_code != 0) {
     return base::Error::Message(fmt::format("--repo {}: can't compare its work tree: {}", work_tree,
@@ -128,9 +136,10 @@ base::Result<SourceChanges> ReadSourceChanges(const std::string& work_tree, int 
 // The source's changes as one binary patch (untracked files as new ones when asked),
 // applied to the clone's work tree; the clone's index stays at HEAD.
 base::Status CarryChanges(const std::string& work_tree, int ws_fd, bool untracked,
-                          const RunAsIds& ids) {
+                          const RunAsIds& ids, const std::string& index_file) {
   if (untracked) {
-    auto add = Git(ids, ws_fd, AgainstSource(work_tree, {"add", "--intent-to-add", "--", "."}));
+    auto add = Git(ids, ws_fd, AgainstSource(work_tree, {"add", "--intent-to-add", "--", "."}),
+                   WithIndex(index_file));
     if (!add) return add.error();
   }
   base::UniqueFd patch(::memfd_create("ateam-uncommitted", MFD_CLOEXEC));
@@ -138,8 +147,8 @@ base::Status CarryChanges(const std::string& work_tree, int ws_fd, bool untracke
   auto diff = Git(ids, ws_fd,
                   AgainstSource(work_tree, {"diff", "--binary", "--no-ext-diff", "--no-textconv",
                                             "--ignore-submodules=all", "HEAD"}),
-                  OutputTo(patch.get()));
-  if (untracked) (void)Git(ids, ws_fd, {"reset", "--quiet"});
+                  WithIndex(index_file, OutputTo(patch.get())));
+  if (untracked) (void)Git(ids, ws_fd, {"reset", "--quiet"}, WithIndex(index_file));
   if (!diff) return diff.error();
   if (diff->exit_code != 0) {
     return base::Error::Message(
@@ -161,12 +170,21 @@ base::Status CarryChanges(const std::string& work_tree, int ws_fd, bool untracke
 // The source's uncommitted changes: carried as asked, or one notice saying they are not.
 base::Status HandleUncommitted(const std::string& source, int ws_fd, const CloneWishes& wishes,
                                const RunAsIds& ids, std::vector<std::string>* notices) {
-  auto changes = ReadSourceChanges(source, ws_fd, ids);
+  // Compared through a copy of the source's own index when it can be made (the same result,
+  // without hashing every file of the source); the clone's index when it fails.
+  auto git_dirs = FindSourceGitDirs(source);
+  SourceIndexCopy index =
+      git_dirs ? SourceIndexCopy::Make(git_dirs->git_dir, ws_fd, ids) : SourceIndexCopy();
+  auto changes = ReadSourceChanges(source, ws_fd, ids, index.file());
+  if (!changes && !index.file().empty()) {
+    index.Drop();  // e.g. a split index, whose shared part stays in the source
+    changes = ReadSourceChanges(source, ws_fd, ids, "");
+  }
   if (!changes) return changes.error();
   if (changes->tracked == 0 && changes->untracked == 0) return {};
   bool untracked = wishes.uncommitted == UncommittedMode::kUntracked;
   if (wishes.uncommitted != UncommittedMode::kLeave) {
-    if (auto st = CarryChanges(source, ws_fd, untracked, ids); !st) return st;
+    if (auto st = CarryChanges(source, ws_fd, untracked, ids, index.file()); !st) return st;
   }
   if (wishes.uncommitted == UncommittedMode::kLeave) {
     notices->push_back(fmt::format(

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -30,6 +31,12 @@ constexpr size_t kErrorsLimit = 1 << 16;
   if (::fchdir(dir_fd) != 0) FailGitStep(report, GitChildStep::kEnter, errno);
   const int err = PrepareGitChild({.safe_directories = options.safe_directories, .offline = true});
   if (err != 0) FailGitStep(report, GitChildStep::kConfigure, err);
+  if (!options.index_file.empty()) {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof(cwd)) == nullptr) FailGitStep(report, GitChildStep::kEnter, errno);
+    const std::string index = std::string(cwd) + "/" + options.index_file;
+    ::setenv("GIT_INDEX_FILE", index.c_str(), 1);  // NOLINT(concurrency-mt-unsafe): one thread
+  }
   if (out_fd < 0) out_fd = ::open("/dev/null", O_WRONLY);
   if (out_fd >= 0) ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);

@@ -44,6 +44,9 @@ struct HostGitOptions {
   // for the plain clone); HostGitRun::stopped_by then names it. Git's stdout is /dev/null
   // then unless stdout_fd is set: only one pipe is read while waiting.
   int stop_fd = -1;
+  // A file below the directory git runs in to use as git's index (GIT_INDEX_FILE, made
+  // absolute there, as git resolves it after moving to a work tree); "": the repository's.
+  std::string index_file;
 };
 
 struct HostGitRun {

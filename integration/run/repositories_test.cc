@@ -3,6 +3,7 @@
 // pointers. Each test checks what the agent got, what is left on the host and what `run`
 // said, and that nothing the agent could leave in git metadata runs on the host.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "integration/run/run_support.h"
@@ -256,6 +257,34 @@ TEST_F(RunRepositoriesTest, UncommittedChangesAreSaidOrCarried) {
   EXPECT_EQ(ReadFile(src_.Sub("a.txt")).value_or(""), "changed\n");
   RunResult status = HostGit(src_.path(), {"status", "--porcelain"});
   EXPECT_EQ(status.out, " M a.txt\n?? new.txt\n") << Describe(status);
+}
+
+// The source's work tree is compared through a copy of its own index: a file staged there
+// counts, a change as new as the index (racily clean, same size) is still seen, the copy
+// is gone before the agent starts, and the source's index is left as it was.
+TEST_F(RunRepositoriesTest, SourceIndexDecidesWhatIsUncommitted) {
+  MakeRepository(src_.path());
+  WriteFile(src_.Sub("staged.txt"), "staged\n");
+  MustGit(src_.path(), {"add", "staged.txt"});
+  WriteFile(src_.Sub("a.txt"), "two\n");  // the size of "one\n", written right after the index
+  const std::string index_before = ReadFile(src_.Sub(".git/index")).value_or("<none>");
+  struct stat before {};
+  ASSERT_EQ(::stat(src_.Sub(".git/index").c_str(), &before), 0);
+  std::string script =
+      "echo \"a: $(cat a.txt)\"; echo \"staged: $(cat staged.txt 2>/dev/null)\"; "
+      "echo \"copy: $(ls .git | grep -c ateam-source-index)\"";
+  Run({"--repo", src_.path(), "--include-uncommitted"}, script);
+  ASSERT_EQ(last_.exit_code, 0) << Describe(last_);
+  Report r = ParseReport(last_.out);
+  EXPECT_EQ(Get(r, "a"), "two") << Describe(last_);
+  EXPECT_EQ(Get(r, "staged"), "staged") << Describe(last_);
+  EXPECT_EQ(Get(r, "copy"), "0") << Describe(last_);
+  EXPECT_EQ(last_.err, "") << Describe(last_);
+  struct stat after {};
+  ASSERT_EQ(::stat(src_.Sub(".git/index").c_str(), &after), 0);
+  EXPECT_EQ(ReadFile(src_.Sub(".git/index")).value_or("<none>"), index_before);
+  EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+  EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 }
 
 TEST_F(RunRepositoriesTest, NotARepositoryGetsOneLine) {
