@@ -86,6 +86,12 @@ else
   git -C "$repo" gc -q
 fi
 chmod -R a+rX "$repo"
+# chmod changed every file's ctime: git's index is refreshed as a developer's `git status`
+# would, so that `run`'s look for uncommitted changes compares stat data, not contents. A
+# second later: an entry changed in the second the index is written is "racily clean" to
+# git, and its contents are compared on every later look.
+sleep 1
+git -C "$repo" update-index -q --refresh >/dev/null || true
 files=$(git -C "$repo" ls-files | wc -l)
 pack=$(du -sm "$repo/.git/objects" | cut -f1)
 echo "repository: $files files, $pack MB of objects; $pairs pairs; caller uid $(id -u)"
