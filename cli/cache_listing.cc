@@ -1,9 +1,14 @@
 #include "cli/cache_listing.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <ctime>
 
 #include <fmt/format.h>
 
+#include "base/json.h"
+#include "base/safe_path.h"
 #include "dispatch/record/caches.h"
 #include "dispatch/request/human_units.h"
 #include "dispatch/sys/caller_stderr.h"
@@ -51,6 +56,53 @@ int PrintCaches(const std::optional<std::string>& cache_root) {
   return 0;
 }
 
+std::optional<std::string> CachesJson(const std::optional<std::string>& cache_root,
+                                      std::vector<std::string>* objects) {
+  using base::JsonQuote;
+  auto root = dispatch::OpenCallerCacheRoot(cache_root);
+  if (!root) return root.error().Render();
+  if (!*root) return std::nullopt;
+  auto caches = dispatch::ListCaches(**root);
+  if (!caches) return caches.error().Render();
+  for (const auto& cache : *caches) {
+    // Read only: `ls` moves nothing aside (the next run does).
+    auto dir =
+        base::OpenBeneath((*root)->fd.get(), cache.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    std::optional<std::string> problem =
+        dir ? dispatch::CacheProblemAt(dir->get(), (*root)->shared, ::geteuid())
+            : std::optional<std::string>("its directory can't be opened");
+    objects->push_back(fmt::format(
+        R"({{"kind": "cache", "name": {}, "path": {}, "source": {}, "size_bytes": {}, )"
+        R"("unused_seconds": {}, "in_use": {}, "check_problem": {}}})",
+        JsonQuote(cache.name), JsonQuote((*root)->path + "/" + cache.name),
+        cache.source.empty() ? "null" : JsonQuote(cache.source), cache.bytes, AgeOf(cache),
+        cache.in_use ? "true" : "false", problem ? JsonQuote(*problem) : "null"));
+  }
+  return std::nullopt;
+}
+
+Collected CollectOne(bool busy, bool dry_run, const std::string& kept_line, const std::string& what,
+                     const std::function<base::Result<bool>()>& remove) {
+  if (busy) {
+    fmt::print("{}\n", kept_line);
+    return Collected::kKept;
+  }
+  if (!dry_run) {
+    auto removed = remove();
+    if (!removed) {
+      fmt::print(stderr, "ateam-sandbox gc: {}\n",
+                 dispatch::EscapeForTerminal(removed.error().Render()));
+      return Collected::kFailed;
+    }
+    if (!*removed) {
+      fmt::print("{}\n", kept_line);
+      return Collected::kKept;
+    }
+  }
+  fmt::print("{} {}\n", dry_run ? "would remove" : "removed", what);
+  return Collected::kRemoved;
+}
+
 int CollectCaches(const std::optional<std::string>& cache_root, int64_t min_age, bool dry_run) {
   auto root = dispatch::OpenCallerCacheRoot(cache_root);
   if (!root) return Fail("gc", root.error().Render());
@@ -60,25 +112,12 @@ int CollectCaches(const std::optional<std::string>& cache_root, int64_t min_age,
   bool failed = false;
   for (const auto& cache : *caches) {
     if (AgeOf(cache) < min_age) continue;
-    if (cache.in_use) {
-      fmt::print("kept cache {}: a run borrows from it\n", cache.name);
-      continue;
-    }
-    if (!dry_run) {
-      auto removed = dispatch::RemoveCacheIfUnused(**root, cache.name);
-      if (!removed) {
-        fmt::print(stderr, "ateam-sandbox gc: {}\n",
-                   dispatch::EscapeForTerminal(removed.error().Render()));
-        failed = true;
-        continue;
-      }
-      if (!*removed) {
-        fmt::print("kept cache {}: a run borrows from it\n", cache.name);
-        continue;
-      }
-    }
-    fmt::print("{} cache {}  {:>5}  {}\n", dry_run ? "would remove" : "removed", cache.name,
-               dispatch::FormatSize(cache.bytes), dispatch::EscapeForTerminal(cache.source));
+    auto done = CollectOne(
+        cache.in_use, dry_run, fmt::format("kept cache {}: a run borrows from it", cache.name),
+        fmt::format("cache {}  {:>5}  {}", cache.name, dispatch::FormatSize(cache.bytes),
+                    dispatch::EscapeForTerminal(cache.source)),
+        [&] { return dispatch::RemoveCacheIfUnused(**root, cache.name); });
+    if (done == Collected::kFailed) failed = true;
   }
   return failed ? kFailureExit : 0;
 }

@@ -56,7 +56,7 @@ std::string EntryJson(const dispatch::DispatchEntry& e) {
   const auto& rec = e.record;
   std::string state = e.running ? "running" : Lost(e) ? "lost" : rec ? "finished" : "no-status";
   return fmt::format(
-      R"({{"id": {}, "path": {}, "age_seconds": {}, "size_bytes": {}, "state": {}, )"
+      R"({{"kind": "dispatch", "id": {}, "path": {}, "age_seconds": {}, "size_bytes": {}, "state": {}, )"
       R"("exit_code": {}, "reason": {}, "error": {}, "started_at": {}, "labels": {}}})",
       JsonQuote(e.id), JsonQuote(e.path), e.age_seconds, e.size_bytes, JsonQuote(state),
       rec && rec->exit_code ? std::to_string(*rec->exit_code) : "null",
@@ -99,7 +99,8 @@ int RunLsCommand(std::span<const std::string> args) {
   std::vector<std::string> label_texts;
   AddRootOption(app, workspace_root);
   AddCacheRootOption(app, cache_root);
-  app.add_flag("--json", json, "one JSON array, one object per dispatch");
+  app.add_flag("--json", json,
+               "one JSON array: an object per dispatch, then one per object cache (\"kind\")");
   AddLabelFilter(app, label_texts);
   if (auto done = Parse(app, "ls", args)) return *done;
   auto wanted = dispatch::ParseLabels(label_texts);
@@ -110,11 +111,17 @@ int RunLsCommand(std::span<const std::string> args) {
   if (!entries) return Fail("ls", entries.error().Render());
   std::erase_if(*entries, [&](const dispatch::DispatchEntry& e) { return !Selected(e, *wanted); });
   if (json) {
-    fmt::print("[");
-    for (size_t i = 0; i < entries->size(); ++i) {
-      fmt::print("{}\n  {}", i == 0 ? "" : ",", EntryJson((*entries)[i]));
+    std::vector<std::string> objects;
+    for (const auto& e : *entries) objects.push_back(EntryJson(e));
+    // The caches after the dispatches, unless --label selects dispatches only.
+    if (wanted->empty()) {
+      if (auto error = CachesJson(cache_root, &objects)) return Fail("ls", *error);
     }
-    fmt::print("{}]\n", entries->empty() ? "" : "\n");
+    fmt::print("[");
+    for (size_t i = 0; i < objects.size(); ++i) {
+      fmt::print("{}\n  {}", i == 0 ? "" : ",", objects[i]);
+    }
+    fmt::print("{}]\n", objects.empty() ? "" : "\n");
     return 0;
   }
   if (entries->empty()) return PrintCaches(cache_root);
@@ -200,25 +207,12 @@ int RunGcCommand(std::span<const std::string> args) {
   bool failed = false;
   for (const auto& e : *entries) {
     if (e.age_seconds < min_age || !Selected(e, *wanted)) continue;
-    if (e.running) {
-      fmt::print("kept {}: its run is still going\n", e.id);
-      continue;
-    }
-    if (!dry_run) {
-      auto done = dispatch::RemoveFinishedDispatch(*root, e);
-      if (!done) {
-        fmt::print(stderr, "ateam-sandbox gc: {}\n",
-                   dispatch::EscapeForTerminal(done.error().Render()));
-        failed = true;
-        continue;
-      }
-      if (!*done) {
-        fmt::print("kept {}: its run is still going\n", e.id);
-        continue;
-      }
-    }
-    fmt::print("{} {}  {:>5}  {}\n", dry_run ? "would remove" : "removed", e.id,
-               dispatch::FormatSize(e.size_bytes), e.path);
+    auto done =
+        CollectOne(e.running, dry_run, fmt::format("kept {}: its run is still going", e.id),
+                   fmt::format("{}  {:>5}  {}", e.id, dispatch::FormatSize(e.size_bytes), e.path),
+                   [&] { return dispatch::RemoveFinishedDispatch(*root, e); });
+    if (done == Collected::kFailed) failed = true;
+    if (done != Collected::kRemoved) continue;
     freed += e.size_bytes;
     ++removed;
   }

@@ -41,7 +41,8 @@ int RunHarvestCommand(std::span<const std::string> args) {
   app.add_option("-o,--output", output, "the patch file to write")->required();
   std::optional<std::string> cache_root;
   app.add_option("--cache-root", cache_root,
-                 "the object cache root `run --object-cache` was given (default: its default)");
+                 "only borrow from object caches in this root (default: the one the "
+                 "workspace's .git/objects/info/alternates names)");
   if (auto done = ParseOptions(app, args, Fail)) return *done;
   char resolved[PATH_MAX];
   if (::realpath(workspace.c_str(), resolved) == nullptr)
@@ -59,12 +60,12 @@ int RunHarvestCommand(std::span<const std::string> args) {
     if (st.st_uid != 0) run_as = runtime::SandboxSpec::HostIds{st.st_uid, st.st_gid};
   }
   // The same sandboxes as a dispatch's harvest, compiled by the same function.
-  // A workspace of `run --object-cache` reads its history from the caller's cache.
+  // A workspace of `run --object-cache` reads its history from the cache its alternates
+  // names, once verified, bound read-only.
+  auto borrowed = dispatch::BorrowedCachesOf(workspace, cache_root);
+  if (!borrowed) return Fail(borrowed.error().Render());
   auto plan = dispatch::CompileHarvestPlan(
-      {.workspace = workspace,
-       .run_as = run_as,
-       .borrowed_stores = dispatch::BorrowedCachesOf(workspace, cache_root)},
-      *host);
+      {.workspace = workspace, .run_as = run_as, .borrowed_stores = *borrowed}, *host);
   if (!plan) return Fail(plan.error().Render());
   if (base) {
     auto read = dispatch::CompileRevisionRead({.workspace = workspace, .run_as = run_as}, *host);

@@ -54,6 +54,13 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
   auto spec = BuildDispatchSpec(request, paths);
   if (!spec) return spec.error();
   if (facts.guard != nullptr) facts.guard->AddBinds(*spec);
+  std::vector<std::string> borrowed =
+      facts.guard != nullptr ? facts.guard->borrowed() : std::vector<std::string>();
+  if (!facts.dry_run_cache.empty()) {
+    spec->ops.emplace_back(runtime::BindOp{
+        .source = facts.dry_run_cache, .dest = facts.dry_run_cache, .read_only = true});
+    borrowed.push_back(facts.dry_run_cache);
+  }
   spec->run_as = r.run_as;
   if (r.inside_ids) {
     spec->uid = r.inside_ids->uid;
@@ -73,13 +80,11 @@ base::Result<DispatchPlan> CompileDispatchPlan(const ResolvedRequest& r, const P
   // The caller's terminal is never the sandbox's console.
   if (facts.tty) plan->stdout_tty.reset();
   planned.plan = std::move(*plan);
-  auto harvest =
-      CompileHarvestPlan({.workspace = facts.workspace,
-                          .run_as = r.run_as,
-                          .patch_cgroup_procs_fds = facts.cgroup_procs_fds,
-                          .borrowed_stores = facts.guard != nullptr ? facts.guard->borrowed()
-                                                                    : std::vector<std::string>()},
-                         r.host);
+  auto harvest = CompileHarvestPlan({.workspace = facts.workspace,
+                                     .run_as = r.run_as,
+                                     .patch_cgroup_procs_fds = facts.cgroup_procs_fds,
+                                     .borrowed_stores = borrowed},
+                                    r.host);
   if (!harvest) return harvest.error();
   planned.harvest = std::move(*harvest);
   return planned;

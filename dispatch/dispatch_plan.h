@@ -34,6 +34,9 @@ struct PlanFacts {
   bool report = true;               // the supervisor reports a command it cannot start
   std::string tty_size = {};        // "ROWSxCOLS" ("" unknown)
   const GitGuard* guard = nullptr;  // its binds over the workspace's git metadata
+  // --dry-run with --object-cache: the cache a real run would borrow from, bound read-only
+  // as the guard of a real run binds it.
+  std::string dry_run_cache = {};
   std::vector<int> cgroup_procs_fds = {};
   std::string cgroup_where = {};    // the cgroup as the limits report names it ("" none)
   std::string cgroup_missing = {};  // why there is none

@@ -2,8 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <optional>
+
+#include <fmt/format.h>
+
 #include "dispatch/acquire.h"
 #include "dispatch/dispatch_plan.h"
+#include "dispatch/git/object_cache_preview.h"
 #include "dispatch/host/cgroup.h"
 #include "dispatch/host/prepare.h"
 #include "dispatch/identity/dispatch_identity.h"
@@ -34,6 +39,17 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
                   .agent_state = files->AgentStateFds(),
                   .resolv_conf_fd = files->resolv_conf ? files->resolv_conf.get() : -1,
                   .tty = WantsTty(r.request.tty)};
+  // --object-cache: where the cache is or would be, and what a real run would do with it;
+  // nothing opened for writing, nothing locked.
+  std::optional<CachePreview> cache;
+  if (r.request.object_cache && r.request.repo) {
+    auto cache_root = ObjectCacheRootPath(r.request, r.run_as.has_value());
+    if (!cache_root) return cache_root.error();
+    auto preview = PreviewObjectCache(*r.request.repo, *cache_root, r.run_as.has_value());
+    if (!preview) return preview.error();
+    cache = std::move(*preview);
+    facts.dry_run_cache = cache->path;
+  }
   auto where = DispatchCgroup::Probe(r.host.euid == 0);
   if (where) facts.cgroup_where = "(dry run: none made) " + *where;
   if (!where) facts.cgroup_missing = where.error().Render();
@@ -53,6 +69,7 @@ base::Status DryRun(const ResolvedRequest& r, const std::string& self_exe, Dispa
                .run_as = r.run_as,
                .leased_from = *leased_from,
                .seccomp_groups = r.seccomp_groups,
+               .object_cache = cache ? fmt::format("{}: {}", cache->path, cache->what) : "",
                .workspace_exists = ::stat(dirs->workspace.c_str(), &st) == 0 &&
                                    ::stat(dirs->out.c_str(), &st) == 0});
   result->reason = DispatchReason::kDryRun;

@@ -144,6 +144,7 @@ track root "integration matrix (scripts/run_matrix.sh)" matrix
 track user "unit tests as the unprivileged user (scripts/unit-as-user.sh)" scripts/unit-as-user.sh build
 track user "bubblewrap's own tests (scripts/bwrap-upstream-tests.sh)" bwrap_upstream
 track engines "engine tier: containerd/runc and Podman container shapes, Slurm jobs (scripts/engine-tier.sh)" scripts/engine-tier.sh build
+track engines "bench smoke: every bench once at its smallest counts, root and user (scripts/bench-smoke.sh)" scripts/bench-smoke.sh build
 
 # Runs the steps of track $1 in order, in this subshell; stops at the first failure.
 run_track() {

@@ -114,6 +114,23 @@ base::Status MakeSkeleton(const CacheRoot& root, int fd) {
 
 }  // namespace
 
+mode_t CacheFileMode(const CacheRoot& root) { return FileMode(root); }
+
+base::Status WriteCacheManifest(const CacheRoot& root, int cache_fd, const std::string& source) {
+  // The manifest names every pack the cache now has, the old ones included.
+  auto pack_dir = OpenDirBeneath(cache_fd, "objects/pack");
+  if (!pack_dir) return pack_dir.error();
+  CacheManifest manifest{.source = source, .files = {}};
+  auto all = ListDirAt(pack_dir->get());
+  if (!all) return all.error();
+  for (const auto& name : *all) {
+    auto st = StatAt(pack_dir->get(), name);
+    if (!st || !IsPackFileName(name)) continue;
+    manifest.files.push_back({.name = name, .size = st->st_size, .mtime = st->st_mtim});
+  }
+  return PutFile(cache_fd, kCacheManifestName, RenderCacheManifest(manifest), FileMode(root));
+}
+
 base::Result<std::string> DefaultObjectCacheRoot(bool root_caller) {
   // Beside the default dispatch root: the same private place of the caller's.
   auto dispatches = DefaultWorkspaceRoot(root_caller);
@@ -209,20 +226,11 @@ base::Result<std::string> InstallIntoCache(const CacheRoot& root, const CacheKey
     auto copied = CopyPackIn(src_pack->get(), dst_pack->get(), name, scratch_uid, FileMode(root));
     if (!copied) return copied.error();
   }
-  // The manifest names every pack the cache now has, the old ones included.
-  CacheManifest manifest{.source = key.source, .files = {}};
-  auto all = ListDirAt(dst_pack->get());
-  if (!all) return all.error();
-  for (const auto& name : *all) {
-    auto st = StatAt(dst_pack->get(), name);
-    if (!st || !IsPackFileName(name)) continue;
-    manifest.files.push_back({.name = name, .size = st->st_size, .mtime = st->st_mtim});
-  }
   for (const auto& [file, content] :
-       {std::pair{"packed-refs", RenderPackedRefs(refs)}, std::pair{"HEAD", refs.head + "\n"},
-        std::pair{kCacheManifestName, RenderCacheManifest(manifest)}}) {
+       {std::pair{"packed-refs", RenderPackedRefs(refs)}, std::pair{"HEAD", refs.head + "\n"}}) {
     if (auto st = PutFile(cache_fd.get(), file, content, FileMode(root)); !st) return st.error();
   }
+  if (auto st = WriteCacheManifest(root, cache_fd.get(), key.source); !st) return st.error();
   if (fresh && ::renameat(root_fd, building.c_str(), root_fd, key.name.c_str()) != 0) {
     return base::ErrnoError("Can't put the object cache in place", root.path + "/" + key.name);
   }

@@ -91,6 +91,15 @@ base::Result<std::string> InstallIntoCache(const CacheRoot& root, const CacheKey
                                            int scratch_fd, uid_t scratch_uid,
                                            const CacheRefs& refs);
 
+// The mode of every file of a cache of `root` (0444 shared, 0400 private).
+mode_t CacheFileMode(const CacheRoot& root);
+// (Re)writes the manifest of the cache open at `cache_fd` from the pack files it holds now.
+base::Status WriteCacheManifest(const CacheRoot& root, int cache_fd, const std::string& source);
+
+// The reason the cache open at `fd` fails its checks (object_cache_check.cc) when its files
+// are to be `owner`'s, nullopt when it passes; changes nothing.
+std::optional<std::string> CacheProblemAt(int fd, bool shared, uid_t owner);
+
 // The caller's caches, for `ls` and `gc`.
 struct CacheInfo {
   std::string name;

@@ -41,12 +41,12 @@ const std::vector<Expected>& Layout() {
 
 // One entry's stat against the rules; the reason when it fails.
 std::optional<std::string> BadEntry(const struct stat& st, const std::string& rel, bool dir,
-                                    bool shared) {
+                                    bool shared, uid_t owner) {
   if (S_ISLNK(st.st_mode)) return fmt::format("{} is a symlink", rel);
   if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
     return fmt::format("{} is not a {}", rel, dir ? "directory" : "regular file");
   }
-  if (st.st_uid != ::geteuid()) return fmt::format("{} belongs to uid {}", rel, st.st_uid);
+  if (st.st_uid != owner) return fmt::format("{} belongs to uid {}", rel, st.st_uid);
   mode_t forbidden = shared ? 0022 : 0077;
   if ((st.st_mode & forbidden) != 0)
     return fmt::format("{} has mode {:o}", rel, st.st_mode & 07777);
@@ -54,11 +54,12 @@ std::optional<std::string> BadEntry(const struct stat& st, const std::string& re
   return std::nullopt;
 }
 
-// The reason the cache open at `fd` fails its checks; nullopt when it passes.
-std::optional<std::string> CacheProblem(int fd, bool shared) {
+}  // namespace
+
+std::optional<std::string> CacheProblemAt(int fd, bool shared, uid_t owner) {
   struct stat top {};
   if (::fstat(fd, &top) != 0) return "its directory can't be read";
-  if (auto bad = BadEntry(top, ".", true, shared)) return bad;
+  if (auto bad = BadEntry(top, ".", true, shared, owner)) return bad;
   std::vector<std::string> packs;
   for (const auto& expected : Layout()) {
     std::string where = expected.dir;
@@ -75,7 +76,7 @@ std::optional<std::string> CacheProblem(int fd, bool shared) {
       if (::fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         return fmt::format("{} can't be read", rel);
       }
-      if (auto bad = BadEntry(st, rel, !file, shared)) return bad;
+      if (auto bad = BadEntry(st, rel, !file, shared, owner)) return bad;
       if (is_pack) packs.push_back(name);
     }
   }
@@ -98,8 +99,6 @@ std::optional<std::string> CacheProblem(int fd, bool shared) {
   return std::nullopt;
 }
 
-}  // namespace
-
 base::Result<std::optional<std::string>> CheckedCache(const CacheRoot& root,
                                                       const std::string& name, std::string* why) {
   int root_fd = root.fd.get();
@@ -108,7 +107,8 @@ base::Result<std::optional<std::string>> CheckedCache(const CacheRoot& root,
   std::optional<std::string> problem;
   if (S_ISDIR(st->st_mode)) {
     auto fd = base::OpenBeneath(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-    problem = fd ? CacheProblem(fd->get(), root.shared) : "its directory can't be opened";
+    problem =
+        fd ? CacheProblemAt(fd->get(), root.shared, ::geteuid()) : "its directory can't be opened";
   } else {
     problem = "it is not a directory";
   }

@@ -15,6 +15,7 @@
 #include "dispatch/git/object_cache.h"
 #include "dispatch/git/object_cache_current.h"
 #include "dispatch/git/object_cache_manifest.h"
+#include "dispatch/git/object_cache_repack.h"
 #include "dispatch/sys/at_file.h"
 #include "dispatch/sys/run_as_child.h"
 #include "dispatch/sys/stop_signals.h"
@@ -262,6 +263,21 @@ void DropCache(const CacheRoot& root, const CacheKey& key) {
   }
 }
 
+// The cache's packs folded into one when there are many (object_cache_repack.h), while
+// the lock is still exclusive. A failed repack leaves the cache as it was: said, not fatal.
+base::Status RepackIfCrowded(const CacheRoot& root, const CacheKey& key, const Stop& stop,
+                             std::vector<std::string>* notices) {
+  auto repacked = RepackCacheIfCrowded(root, key.name, key.source, stop.fd);
+  if (!repacked) {
+    notices->push_back(repacked.error().Render());
+    return {};
+  }
+  if (repacked->stopped_by == 0) return {};
+  HostGitRun run;
+  run.stopped_by = repacked->stopped_by;
+  return Interrupted(run, stop);
+}
+
 }  // namespace
 
 base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
@@ -314,6 +330,7 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
   };
   auto cache = current ? base::Result<std::string>(**checked) : fill();
   if (!cache) return cache.error();
+  if (auto st = RepackIfCrowded(*root, *key, stop, notices); !st) return st.error();
   // Shared from now on: dispatches of one source check out side by side.
   if (auto st = ShareCacheLock(lock->get()); !st) return st.error();
   auto cloned = CloneShared(source, *key, *cache, ws_fd, ids, stop);

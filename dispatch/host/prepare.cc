@@ -184,15 +184,6 @@ base::Result<std::string> WorkspaceRootPath(const DispatchRequest& request, bool
   return DefaultWorkspaceRoot(root_caller);
 }
 
-// --cache-root made absolute, or the caller's default.
-base::Result<std::string> ObjectCacheRootPath(const DispatchRequest& request, bool root_caller) {
-  if (request.cache_root) {
-    return request.cache_root->starts_with('/') ? *request.cache_root
-                                                : RealPath(".") + "/" + *request.cache_root;
-  }
-  return DefaultObjectCacheRoot(root_caller);
-}
-
 base::Result<DispatchDirs> FillDispatchDirs(
     DispatchDirs dirs, const DispatchRequest& request, int dispatch_fd,
     const std::optional<runtime::SandboxSpec::HostIds>& run_as, int stop_fd, int* stopped_by) {
@@ -262,6 +253,15 @@ base::Result<DispatchDirs> FillDispatchDirs(
 }
 
 }  // namespace
+
+// --cache-root made absolute, or the caller's default.
+base::Result<std::string> ObjectCacheRootPath(const DispatchRequest& request, bool root_caller) {
+  if (request.cache_root) {
+    return request.cache_root->starts_with('/') ? *request.cache_root
+                                                : RealPath(".") + "/" + *request.cache_root;
+  }
+  return DefaultObjectCacheRoot(root_caller);
+}
 
 base::Result<DispatchDirs> PrepareDispatchDirs(
     const DispatchRequest& request, const std::string& id,

@@ -37,6 +37,9 @@ base::Result<std::optional<runtime::SandboxSpec::HostIds>> ResolveRunAs(
 // The name /etc/passwd gives `uid` (what `id -un` prints inside), or the uid in decimal.
 std::string SandboxUserName(uid_t uid);
 
+// --cache-root made absolute, or the caller's default (DefaultObjectCacheRoot).
+base::Result<std::string> ObjectCacheRootPath(const DispatchRequest& request, bool root_caller);
+
 struct DispatchDirs {
   // A given --workspace's lock (dispatch/host/workspace_lock.h), held while this exists;
   // first, so it goes last.

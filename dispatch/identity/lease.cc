@@ -47,8 +47,10 @@ base::Status CheckLeaseStat(const struct stat& st, uid_t owner, const std::strin
 
 // The lease directory, made 0700 when missing, verified from / (every component root's
 // or the owner's, no symlink, not writable by others), and every entry in it checked: a
-// regular lease file named by a uid, or nothing may be there.
-base::Result<base::UniqueFd> OpenLeaseDir(const std::string& dir, uid_t owner, bool create) {
+// regular lease file named by a uid, or nothing may be there. `highest`, when given, is set
+// to the highest uid that has a lease file (left alone when there is none).
+base::Result<base::UniqueFd> OpenLeaseDir(const std::string& dir, uid_t owner, bool create,
+                                          std::optional<uint32_t>* highest = nullptr) {
   if (create) {
     auto made = base::OpenOrMakeTrustedDir(dir, 0700, owner);
     if (!made) return made.error();
@@ -72,13 +74,15 @@ base::Result<base::UniqueFd> OpenLeaseDir(const std::string& dir, uid_t owner, b
     const std::string name = entry->d_name;
     if (name == "." || name == "..") continue;
     const std::string path = fmt::format("{}/{}", dir, name);
-    if (!LeaseFileUid(name)) return Tampered(path, "is not a lease file");
+    const auto uid = LeaseFileUid(name);
+    if (!uid) return Tampered(path, "is not a lease file");
     struct stat st {};
     if (::fstatat(fd->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) continue;
       return base::ErrnoError("Can't stat", path);
     }
     if (auto checked = CheckLeaseStat(st, owner, path); !checked) return checked.error();
+    if (highest != nullptr && (!*highest || *uid > **highest)) *highest = *uid;
   }
   return std::move(*fd);
 }
@@ -157,8 +161,19 @@ LeaseInfo ParseLeaseRecord(const std::string& text) {
 base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::string& dispatch_id,
                                        const std::vector<std::string>& paths) {
   if (auto st = CheckIdRange(options.range); !st) return st.error();
-  auto dir = OpenLeaseDir(options.dir, options.owner, /*create=*/true);
+  std::optional<uint32_t> highest;
+  auto dir = OpenLeaseDir(options.dir, options.owner, /*create=*/true, &highest);
   if (!dir) return dir.error();
+  // Where the scan starts: just above the highest id that has a lease file, so that the
+  // first id tried is usually free even when hundreds of kept dispatches hold theirs (each
+  // id passed over costs a lock, a read and a look at its paths); then round from the
+  // range's start, where the ids of removed dispatches come free again.
+  const uint32_t count = options.range.count;
+  uint32_t start = 0;
+  if (highest && *highest >= options.range.first_uid &&
+      *highest - options.range.first_uid < count - 1) {
+    start = *highest - options.range.first_uid + 1;
+  }
   // Once per acquisition: the ids processes have now. A process that takes one of the
   // range's ids later can only be root's doing, and root's runs take them through here.
   const IdsInUse running = options.taken ? IdsInUse{} : ScanProcessIds();
@@ -166,7 +181,8 @@ base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::s
     return options.taken ? options.taken(uid, gid) : HostHasIds(uid, gid, running);
   };
   size_t held = 0;
-  for (uint32_t i = 0; i < options.range.count; ++i) {
+  for (uint32_t step = 0; step < count; ++step) {
+    const uint32_t i = (start + step) % count;
     const uid_t uid = options.range.first_uid + i;
     const gid_t gid = options.range.first_gid + i;
     if (uid == options.overflow_uid || gid == options.overflow_gid || uid == 65534 ||

@@ -131,6 +131,12 @@ void PrintDryRun(const DryRunFacts& f) {
   fmt::print("workspace: {} (read-write{})\n", f.result->workspace,
              request.repo ? fmt::format(", a fresh clone of {}", *request.repo) : "");
   fmt::print("out: {} (read-write)\n", f.result->out);
+  if (!f.object_cache.empty()) {
+    fmt::print(
+        "object cache: {}; the workspace borrows its objects (objects/info/alternates), "
+        "bound read-only at the same path\n",
+        f.object_cache);
+  }
   if (f.leased_from && f.run_as) {
     fmt::print(
         "host ids: a uid and gid leased for this dispatch alone from {} when it starts "

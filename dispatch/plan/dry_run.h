@@ -26,7 +26,9 @@ struct DryRunFacts {
   // range they come from; `run_as` is then what the agent sees inside.
   std::optional<std::string> leased_from;
   std::vector<std::string> seccomp_groups;  // the relaxed groups
-  bool workspace_exists = false;            // false: a fresh clone or --out that a real run makes
+  // --object-cache: "CACHE: what a real run would do with it" ("" without)
+  std::string object_cache;
+  bool workspace_exists = false;  // false: a fresh clone or --out that a real run makes
 };
 
 // The agent's view of `plan`: its namespaces (the network one included, which the

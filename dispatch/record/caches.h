@@ -16,11 +16,15 @@ namespace sbx::dispatch {
 base::Result<std::optional<CacheRoot>> OpenCallerCacheRoot(
     const std::optional<std::string>& cache_root);
 
-// The caches of the caller's `cache_root` that `workspace`'s objects/info/alternates names
-// (each line CACHE/objects) and that pass their checks: what `harvest` binds read-only
-// for git to find them. Anything else the file names is not bound (the agent could have
-// written it): git then reads without it, and fails on what it lacks.
-std::vector<std::string> BorrowedCachesOf(const std::string& workspace,
-                                          const std::optional<std::string>& cache_root);
+// The object caches `workspace` borrows from: each line of its .git/objects/info/alternates
+// must be CACHE/objects, where CACHE is a cache that passes its checks (object_cache.h) in
+// a cache root owned by the caller or by root (a root caller's, which the dispatch's user
+// reads): reached from / with no symlink and no component another user owns or can write,
+// opened through directory fds. What `harvest` binds read-only for git to find them. Any
+// other line (the agent may have written it), a root given as `cache_root` (when set) that
+// is not the line's, or an alternates file that is not a regular file: an error, one line.
+// No alternates file: no stores.
+base::Result<std::vector<std::string>> BorrowedCachesOf(
+    const std::string& workspace, const std::optional<std::string>& cache_root);
 
 }  // namespace sbx::dispatch

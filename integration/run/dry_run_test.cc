@@ -23,9 +23,9 @@ class RunDryRunTest : public ::testing::Test {
     ASSERT_EQ(RunCommand({"mkdir", root_, runtime_dir_}).exit_code, 0);
   }
 
-  // Every part of a dispatch that makes something: a fresh clone, routes, a terminal, a
-  // cgroup limit (best effort: an unprivileged caller has no cgroup on every host), the
-  // ledger.
+  // Every part of a dispatch that makes something: a fresh clone borrowing from an object
+  // cache, routes, a terminal, a cgroup limit (best effort: an unprivileged caller has no
+  // cgroup on every host), the ledger.
   [[nodiscard]] Args Options() const {
     return {"--repo",
             repo_,
@@ -40,6 +40,9 @@ class RunDryRunTest : public ::testing::Test {
             "best-effort",
             "--ledger",
             scratch_.Sub("ledger"),
+            "--object-cache",
+            "--cache-root",
+            caches_,
             "--dry-run"};
   }
   [[nodiscard]] RunOptions Env() const { return WithEnv({"XDG_RUNTIME_DIR=" + runtime_dir_}); }
@@ -48,6 +51,7 @@ class RunDryRunTest : public ::testing::Test {
   std::string repo_;
   std::string root_ = scratch_.Sub("dispatches");
   std::string runtime_dir_ = scratch_.Sub("xdg");
+  std::string caches_ = scratch_.Sub("caches");
 };
 
 TEST_F(RunDryRunTest, LeavesNothingOnTheHost) {
@@ -59,6 +63,37 @@ TEST_F(RunDryRunTest, LeavesNothingOnTheHost) {
   EXPECT_TRUE(DirectoryEntries(root_).empty()) << "the dry run made a dispatch directory";
   EXPECT_TRUE(DirectoryEntries(runtime_dir_).empty()) << "the dry run made a state directory";
   EXPECT_EQ(access(scratch_.Sub("ledger").c_str(), F_OK), -1) << "the dry run opened the ledger";
+  EXPECT_EQ(CountLines(res.out, "object cache: " + caches_ + "/"), 1) << res.out;
+  EXPECT_EQ(CountLines(res.out, "none yet (nor its cache root): would be filled from"), 1)
+      << res.out;
+  EXPECT_EQ(access(caches_.c_str(), F_OK), -1) << "the dry run made the cache root";
+}
+
+// With the cache there: the dry run says it would be reused and shows its read-only bind,
+// and touches nothing (the lock file keeps its time, no lock is taken, nothing is added).
+TEST_F(RunDryRunTest, AnObjectCacheThereIsShownReusedAndLeftAlone) {
+  Args real = Options();
+  real.pop_back();  // --dry-run
+  RunResult filled = RunAteam(real, {"true"}, Env());
+  ASSERT_EQ(filled.exit_code, 0) << Describe(filled);
+  std::string name;
+  for (const auto& entry : DirectoryEntries(caches_)) {
+    if (entry.ends_with(".lock")) name = entry.substr(0, entry.size() - 5);
+  }
+  ASSERT_FALSE(name.empty()) << "no cache made";
+  const std::string cache = caches_ + "/" + name;
+  ASSERT_EQ(RunCommand({"touch", "-d", "2 days ago", cache + ".lock"}).exit_code, 0);
+  const std::vector<std::string> before = DirectoryEntries(caches_);
+  const std::string stamp = RunCommand({"stat", "-c", "%Y", cache + ".lock"}).out;
+  RunResult res = RunAteam(Options(), {"true"}, Env());
+  ASSERT_EQ(res.exit_code, 0) << Describe(res);
+  EXPECT_EQ(CountLines(res.out, "object cache: " + cache + ": passes its checks: would be reused"),
+            1)
+      << res.out;
+  EXPECT_EQ(CountLines(res.out, "bind " + cache + " -> " + cache + " (ro)"), 1) << res.out;
+  EXPECT_EQ(CountLines(res.out, "--ro-bind " + cache + " " + cache), 1) << res.out;
+  EXPECT_EQ(DirectoryEntries(caches_), before);
+  EXPECT_EQ(RunCommand({"stat", "-c", "%Y", cache + ".lock"}).out, stamp) << "the lock was touched";
 }
 
 // Under strace: no process or thread started, no socket bound or listening, no directory

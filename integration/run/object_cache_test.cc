@@ -2,10 +2,15 @@
 // of SRC, bound read-only. Checked from both sides: what the agent can see and change
 // (not the source, not the cache, not another dispatch's objects), what is left on the host
 // (the cache and the source `git fsck` clean, a workspace plain git and --patch work on),
-// a cache that fails its checks made anew, bad input refused with one line, and `ls`/`gc`.
+// a cache that fails its checks made anew, bad input refused with one line, `ls`/`gc`, and
+// a standalone `harvest` that verifies the cache a workspace borrows from.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
 
 #include "integration/run/run_support.h"
 
@@ -168,6 +173,81 @@ TEST_F(RunObjectCacheTest, ACommitAfterTheFillIsSeen) {
   EXPECT_EQ(Get(seen, "count"), "2");
   EXPECT_EQ(Get(seen, "a"), "two");
   ExpectFsckClean(Cache());
+}
+
+// `ls --json`: the dispatch, then the cache, each with its "kind" (parsed as JSON). A
+// standalone `harvest` of the kept workspace finds the cache through its alternates alone
+// (no --cache-root) and gives the agent's work only; a planted alternates line (a path
+// through a symlink, a directory that is no cache, another user's cache root) is refused
+// with one line, 125, and no patch.
+TEST_F(RunObjectCacheTest, LsJsonListsTheCacheAndHarvestVerifiesWhatItBorrows) {
+  std::string missing = MissingPrerequisite({"python3"});
+  if (!missing.empty()) GTEST_SKIP() << missing;
+  Run({}, "echo agent > agent.txt");
+  ASSERT_EQ(last_.exit_code, 0) << Describe(last_);
+  std::string cache = Cache();
+  ASSERT_FALSE(cache.empty());
+  TempDir out;
+  RunResult ls = RunCommand(
+      {AteamPath(), "ls", "--json", "--workspace-root", root_.path(), "--cache-root", cache_root_});
+  ASSERT_EQ(ls.exit_code, 0) << Describe(ls);
+  WriteFile(out.Sub("ls.json"), ls.out);
+  RunResult parsed =
+      RunCommand({"python3", "-c",
+                  "import json, sys\n"
+                  "for o in json.load(open(sys.argv[1])):\n"
+                  "    print(o['kind'], o.get('state'), o.get('path'), o.get('source'),\n"
+                  "          o['size_bytes'] > 0, o.get('in_use'), o.get('check_problem'))\n",
+                  out.Sub("ls.json")});
+  ASSERT_EQ(parsed.exit_code, 0) << Describe(parsed) << ls.out;
+  EXPECT_EQ(CountLines(parsed.out, "dispatch finished "), 1) << parsed.out;
+  EXPECT_EQ(CountLines(parsed.out, "cache None " + cache + " " + src_ + " True False None"), 1)
+      << parsed.out;
+
+  std::string ws;
+  for (const auto& id : DirectoryEntries(root_.path())) {
+    if (access((root_.path() + "/" + id + "/workspace").c_str(), F_OK) == 0) {
+      ws = root_.path() + "/" + id + "/workspace";
+    }
+  }
+  ASSERT_FALSE(ws.empty());
+  auto harvest = [&](const std::string& patch) {
+    return RunCommand({AteamPath(), "harvest", ws, "-o", out.Sub(patch)});
+  };
+  RunResult good = harvest("good.patch");
+  ASSERT_EQ(good.exit_code, 0) << Describe(good);
+  std::string patch = ReadFile(out.Sub("good.patch")).value_or("");
+  EXPECT_EQ(CountLines(patch, "+++ b/agent.txt"), 1) << patch;
+  EXPECT_EQ(CountLines(patch, "+++ b/a.txt"), 0) << "the cache's objects were not found\n" << patch;
+
+  const std::string alternates = ws + "/.git/objects/info/alternates";
+  const std::string name = cache.substr(cache.rfind('/') + 1);
+  std::vector<std::string> planted = {root_.Sub("link") + "/" + name + "/objects",
+                                      cache_root_ + "/fake/objects"};
+  ASSERT_EQ(symlink(cache_root_.c_str(), root_.Sub("link").c_str()), 0);
+  ASSERT_EQ(RunCommand({"mkdir", "-p", cache_root_ + "/fake/objects"}).exit_code, 0);
+  if (IsRoot()) {
+    // A copy of the cache in a root of the overflow uid's.
+    std::string other = root_.Sub("other");
+    ASSERT_EQ(RunCommand({"sh", "-c",
+                          "mkdir -m 0711 " + other + " && cp -a " + cache + " " + other +
+                              "/ && chown -R 65534:65534 " + other})
+                  .exit_code,
+              0);
+    planted.push_back(other + "/" + name + "/objects");
+  }
+  for (size_t i = 0; i < planted.size(); ++i) {
+    ASSERT_EQ(RunCommand({"sh", "-c",
+                          fmt::format("chmod u+w {0} 2>/dev/null; echo '{1}' > {0}", alternates,
+                                      planted[i])})
+                  .exit_code,
+              0);
+    RunResult bad = harvest(fmt::format("bad{}.patch", i));
+    EXPECT_EQ(bad.exit_code, 125) << planted[i] << "\n" << Describe(bad);
+    EXPECT_EQ(CountLines(bad.err, "borrows objects from " + planted[i]), 1) << Describe(bad);
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << Describe(bad);
+    EXPECT_NE(access(out.Sub(fmt::format("bad{}.patch", i)).c_str(), F_OK), 0);
+  }
 }
 
 // A pack cut short on the host: the next dispatch says so, makes the cache anew and works.

@@ -1,14 +1,17 @@
 // The object cache of --object-cache: its manifest and names, the checks before each use
-// (a bad cache is moved aside, never used), the clone that borrows from it, `ls`'s list
-// and `gc`'s removal. As root, the dispatch's user is the overflow uid and the cache root's.
+// (a bad cache is moved aside, never used), the clone that borrows from it, its repack,
+// `ls`'s list and `gc`'s removal. As root, the dispatch's user is the overflow uid and the cache
+// root's.
 #include "dispatch/git/object_cache.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -18,6 +21,7 @@
 #include "base/safe_path.h"
 #include "dispatch/git/object_cache_clone.h"
 #include "dispatch/git/object_cache_manifest.h"
+#include "dispatch/git/object_cache_repack.h"
 #include "tests/dispatch/scratch_dir.h"
 
 namespace sbx::dispatch {
@@ -242,6 +246,91 @@ TEST_F(ObjectCacheTest, ACacheRootOfSomebodyElseIsRefused) {
   EXPECT_NE(refused.error().Render().find("--object-cache"), std::string::npos)
       << refused.error().Render();
   EXPECT_EQ(refused.error().Render().find('\n'), std::string::npos);
+}
+
+// Every warm dispatch that fetches something new adds a pack; past kMaxCachePacks the
+// cache is repacked into one, and nothing is dropped: a workspace that borrowed before the
+// source was force-pushed (its commits then unreachable from the cache's refs) still
+// passes fsck, and a clone from the repacked cache works.
+TEST_F(ObjectCacheTest, ACrowdedCacheIsRepackedAndKeepsEveryObject) {
+  std::vector<std::string> notices;
+  auto first = Clone("r0", &notices);
+  ASSERT_TRUE(first) << first.error().Render();
+  first->lock.reset();
+  const std::string old_ws = dir_.Sub("r0/workspace");
+  const std::string old_head = Git(old_ws, "rev-parse HEAD");
+  const std::string commit = "git -c user.name=t -c user.email=t@t commit -q";
+  ASSERT_EQ(Sh("cd " + repo_ + " && git tag -d v1 >/dev/null && git checkout -q --orphan new" +
+               " && " + commit + " -m rewritten && git branch -q -M main && chmod -R a+rX ."),
+            0);
+  auto packs = [&] { return Output("ls " + first->cache + "/objects/pack | grep -c '\\.pack$'"); };
+  for (size_t i = 1; i <= kMaxCachePacks; ++i) {
+    ASSERT_EQ(Sh(fmt::format("cd {} && echo {} > f && {} -am c{} && chmod -R a+rX .", repo_, i,
+                             commit, i)),
+              0);
+    auto borrowed = Clone(fmt::format("r{}", i), &notices);
+    ASSERT_TRUE(borrowed) << borrowed.error().Render();
+    if (i + 1 < kMaxCachePacks) {
+      EXPECT_EQ(packs(), std::to_string(i + 1));
+    }
+  }
+  EXPECT_EQ(packs(), "1");
+  EXPECT_TRUE(notices.empty()) << ::testing::PrintToString(notices);
+  EXPECT_EQ(Git(first->cache, "for-each-ref --format='%(refname)'"), "refs/heads/main");
+  EXPECT_EQ(Git(old_ws, "cat-file -t " + old_head), "commit");
+  EXPECT_EQ(Git(old_ws, "fsck --no-dangling --no-progress"), "");
+  EXPECT_EQ(Git(first->cache, "fsck --no-dangling --no-progress"), "");
+  // The repacked cache passes its checks (no notice) and a clone from it works.
+  auto after = Clone("after", &notices);
+  ASSERT_TRUE(after) << after.error().Render();
+  EXPECT_TRUE(notices.empty()) << ::testing::PrintToString(notices);
+  EXPECT_EQ(Git(dir_.Sub("after/workspace"), "log --format=%s -1"),
+            fmt::format("c{}", kMaxCachePacks));
+}
+
+// A stop signal waiting when the repack starts ends git at once: the cache is settled (it
+// passes its checks, every object still there) and a later repack folds its packs.
+TEST_F(ObjectCacheTest, AStopDuringTheRepackLeavesASoundCache) {
+  std::vector<std::string> notices;
+  std::string cache;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Sh(fmt::format("cd {} && echo s{} > f && git -c user.name=t -c user.email=t@t "
+                             "commit -qam s{} && chmod -R a+rX .",
+                             repo_, i, i)),
+              0);
+    auto borrowed = Clone(fmt::format("s{}", i), &notices);
+    ASSERT_TRUE(borrowed) << borrowed.error().Render();
+    cache = borrowed->cache;
+  }
+  auto packs = [&] { return Output("ls " + cache + "/objects/pack | grep -c '\\.pack$'"); };
+  ASSERT_EQ(packs(), "3");
+  auto root = OpenCacheRoot(cache_root_, ::geteuid() == 0);
+  ASSERT_TRUE(root) << root.error().Render();
+  const std::string name = cache.substr(cache.rfind('/') + 1);
+  const std::string source = CacheKeyOf(repo_)->source;
+  // SIGUSR2 blocked and pending: the signalfd has it before git starts.
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  ASSERT_EQ(::sigprocmask(SIG_BLOCK, &usr2, nullptr), 0);
+  base::UniqueFd stop(::signalfd(-1, &usr2, SFD_CLOEXEC | SFD_NONBLOCK));
+  ASSERT_TRUE(stop);
+  ASSERT_EQ(::raise(SIGUSR2), 0);
+  auto stopped = RepackCacheIfCrowded(*root, name, source, stop.get(), 1);
+  ASSERT_EQ(::sigprocmask(SIG_UNBLOCK, &usr2, nullptr), 0);
+  ASSERT_TRUE(stopped) << stopped.error().Render();
+  EXPECT_EQ(stopped->stopped_by, SIGUSR2);
+  EXPECT_FALSE(stopped->repacked);
+  auto fd = base::OpenBeneath(root->fd.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  ASSERT_TRUE(fd);
+  EXPECT_EQ(CacheProblemAt(fd->get(), root->shared, ::geteuid()), std::nullopt);
+  EXPECT_EQ(Git(cache, "fsck --no-dangling --no-progress"), "");
+  auto folded = RepackCacheIfCrowded(*root, name, source, -1, 1);
+  ASSERT_TRUE(folded) << folded.error().Render();
+  EXPECT_TRUE(folded->repacked);
+  EXPECT_EQ(packs(), "1");
+  EXPECT_EQ(CacheProblemAt(fd->get(), root->shared, ::geteuid()), std::nullopt);
+  EXPECT_EQ(Git(dir_.Sub("s0/workspace"), "fsck --no-dangling --no-progress"), "");
 }
 
 TEST_F(ObjectCacheTest, LsSeesTheCacheAndGcLeavesOneInUse) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "tests/dispatch/scratch_dir.h"
 
@@ -86,6 +87,29 @@ TEST(IdLeaseTest, AnExistingPathKeepsTheLeaseAfterTheRun) {
   EXPECT_EQ(c->ids().uid, 500000U);
 }
 
+// The scan starts above the highest id with a lease file: hundreds of kept dispatches
+// holding the low ids are not walked past one by one. An id freed below is taken again
+// once the scan has come round to it.
+TEST(IdLeaseTest, TheScanStartsAboveTheHighestLeaseFile) {
+  ScratchDir s;
+  auto options = TestOptions(s, 500000, 4);
+  ASSERT_EQ(::mkdir(s.Sub("kept").c_str(), 0755), 0);
+  for (const char* id : {"a", "b"}) {
+    auto held = IdLease::Acquire(options, id, {s.Sub("kept")});
+    ASSERT_TRUE(held) << held.error().Render();
+  }
+  ASSERT_EQ(::rmdir(s.Sub("kept").c_str()), 0);  // 500000 and 500001 are free again
+  auto c = IdLease::Acquire(options, "c", {});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->ids().uid, 500002U);
+  auto d = IdLease::Acquire(options, "d", {});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->ids().uid, 500003U);
+  auto e = IdLease::Acquire(options, "e", {});  // the top is reached: round from the start
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->ids().uid, 500000U);
+}
+
 TEST(IdLeaseTest, SkipsTheOverflowIdAndIdsSomebodyHas) {
   ScratchDir s;
   auto options = TestOptions(s, 65533, 4);
@@ -105,25 +129,27 @@ TEST(IdLeaseTest, SkipsTheOverflowIdAndIdsSomebodyHas) {
 TEST(IdLeaseTest, AFreedLeaseOfAnIdSomebodyNowHasIsNotGranted) {
   ScratchDir s;
   auto options = TestOptions(s, 500000, 3);
-  std::optional<IdLease> held;
+  std::vector<IdLease> held;
   {
     auto first = IdLease::Acquire(options, "a", {});  // released at the end of the block
     ASSERT_TRUE(first) << first.error().Render();
     ASSERT_EQ(first->ids().uid, 500000U);
-    auto second = IdLease::Acquire(options, "b", {});
-    ASSERT_TRUE(second);
-    ASSERT_EQ(second->ids().uid, 500001U);
-    held.emplace(std::move(*second));
+    for (const char* id : {"b", "c"}) {
+      auto more = IdLease::Acquire(options, id, {});
+      ASSERT_TRUE(more);
+      held.push_back(std::move(*more));
+    }
   }
   int looked_up = 0;
   options.taken = [&](uid_t uid, gid_t) {
     ++looked_up;
     return uid == 500000;
   };
-  auto next = IdLease::Acquire(options, "c", {});
-  ASSERT_TRUE(next) << next.error().Render();
-  EXPECT_EQ(next->ids().uid, 500002U);
-  EXPECT_EQ(looked_up, 2) << "500000 (free, taken) and 500002 (new); not 500001 (held)";
+  // The scan comes round to 500000 (500002 is the highest lease file): free, but taken.
+  auto next = IdLease::Acquire(options, "d", {});
+  ASSERT_FALSE(next);
+  EXPECT_NE(next.error().Render().find("no free uid"), std::string::npos) << next.error().Render();
+  EXPECT_EQ(looked_up, 1) << "500000 (free, taken); not 500001 and 500002 (held)";
 }
 
 TEST(IdLeaseTest, TheHostScanSkipsOurOwnIds) {
