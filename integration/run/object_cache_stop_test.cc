@@ -19,7 +19,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr char kSleep[] = "4173";
+// The slow git's sleep, told apart from the one of the same test run elsewhere on the
+// machine (another checkout's suite) by this process's pid.
+std::string SleepSeconds() { return "4173." + std::to_string(getpid()); }
 
 class RunObjectCacheStopTest : public ::testing::Test {
  protected:
@@ -39,8 +41,8 @@ class RunObjectCacheStopTest : public ::testing::Test {
     WriteFile(dir_.Sub("bin/git"),
               "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = \"$SLOW_ON\" ]; then\n    echo "
               "started > " +
-                  dir_.Sub("marks/fetch") + "\n    exec sleep " + kSleep + "\n  fi\ndone\nexec " +
-                  real_git + " \"$@\"\n");
+                  dir_.Sub("marks/fetch") + "\n    exec sleep " + SleepSeconds() +
+                  "\n  fi\ndone\nexec " + real_git + " \"$@\"\n");
     chmod(dir_.Sub("bin/git").c_str(), 0755);
     ASSERT_EQ(MakeOneCommitRepository(dir_.Sub("src")), 0);
   }
@@ -87,7 +89,7 @@ class RunObjectCacheStopTest : public ::testing::Test {
     EXPECT_EQ(res.out.find("agent-ran"), std::string::npos) << "the agent ran after the stop";
     EXPECT_TRUE(DirectoryEntries(dir_.Sub("dispatches")).empty())
         << "the partial workspace or scratch was left behind";
-    EXPECT_TRUE(ProcessesMatching(std::string("sleep ") + kSleep).empty())
+    EXPECT_TRUE(ProcessesMatching("sleep " + SleepSeconds() + " ").empty())
         << "git outlived the stop";
   }
 
