@@ -60,36 +60,6 @@ base::Status PutFile(int dirfd, const std::string& name, const std::string& cont
   return {};
 }
 
-// Copies the scratch's pack file `name` into `dst_fd` (same name) unless it is there: the
-// source must be a regular file of `owner` with one link, opened without following links.
-base::Result<CachedFile> CopyPackIn(int src_fd, int dst_fd, const std::string& name, uid_t owner,
-                                    mode_t mode) {
-  struct stat have {};
-  if (::fstatat(dst_fd, name.c_str(), &have, AT_SYMLINK_NOFOLLOW) == 0) {
-    return CachedFile{.name = name, .size = have.st_size, .mtime = have.st_mtim};
-  }
-  auto src = base::OpenBeneath(src_fd, name, O_RDONLY | O_NOFOLLOW);
-  if (!src) return src.error();
-  struct stat st {};
-  if (::fstat(src->get(), &st) != 0) return base::ErrnoError("Can't stat the fetched", name);
-  if (!S_ISREG(st.st_mode) || st.st_uid != owner || st.st_nlink != 1) {
-    return base::Error::Message(
-        fmt::format("the fetched {} is not a plain file of uid {}: not taken", name, owner));
-  }
-  auto made = PutFileWith(dst_fd, name, mode, [&](int fd) -> base::Status {
-    off_t offset = 0;
-    while (offset < st.st_size) {
-      ssize_t n = ::sendfile(fd, src->get(), &offset, static_cast<size_t>(st.st_size - offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return base::ErrnoError("Can't copy into the object cache", name);
-      if (n == 0) return base::Error::Message(fmt::format("{} shrank while it was copied", name));
-    }
-    return {};
-  });
-  if (!made) return made.error();
-  return CachedFile{.name = name, .size = made->st_size, .mtime = made->st_mtim};
-}
-
 std::string RenderPackedRefs(const CacheRefs& refs) {
   std::string text = "# pack-refs with: sorted \n";
   auto sorted = refs.refs;
@@ -115,6 +85,36 @@ base::Status MakeSkeleton(const CacheRoot& root, int fd) {
 }  // namespace
 
 mode_t CacheFileMode(const CacheRoot& root) { return FileMode(root); }
+
+base::Result<CachedFile> CopyPackIntoCache(int src_fd, int dst_fd, const std::string& name,
+                                           uid_t owner, mode_t mode) {
+  struct stat have {};
+  if (::fstatat(dst_fd, name.c_str(), &have, AT_SYMLINK_NOFOLLOW) == 0) {
+    return CachedFile{.name = name, .size = have.st_size, .mtime = have.st_mtim};
+  }
+  // O_NONBLOCK: a FIFO put there by the scratch's owner opens at once (and is refused below)
+  // instead of holding the caller in open().
+  auto src = base::OpenBeneath(src_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  if (!src) return src.error();
+  struct stat st {};
+  if (::fstat(src->get(), &st) != 0) return base::ErrnoError("Can't stat the fetched", name);
+  if (!S_ISREG(st.st_mode) || st.st_uid != owner || st.st_nlink != 1) {
+    return base::Error::Message(
+        fmt::format("the fetched {} is not a plain file of uid {}: not taken", name, owner));
+  }
+  auto made = PutFileWith(dst_fd, name, mode, [&](int fd) -> base::Status {
+    off_t offset = 0;
+    while (offset < st.st_size) {
+      ssize_t n = ::sendfile(fd, src->get(), &offset, static_cast<size_t>(st.st_size - offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return base::ErrnoError("Can't copy into the object cache", name);
+      if (n == 0) return base::Error::Message(fmt::format("{} shrank while it was copied", name));
+    }
+    return {};
+  });
+  if (!made) return made.error();
+  return CachedFile{.name = name, .size = made->st_size, .mtime = made->st_mtim};
+}
 
 base::Status WriteCacheManifest(const CacheRoot& root, int cache_fd, const std::string& source) {
   // The manifest names every pack the cache now has, the old ones included.
@@ -223,7 +223,8 @@ base::Result<std::string> InstallIntoCache(const CacheRoot& root, const CacheKey
   });
   for (const auto& name : *names) {
     if (!IsPackFileName(name)) continue;
-    auto copied = CopyPackIn(src_pack->get(), dst_pack->get(), name, scratch_uid, FileMode(root));
+    auto copied =
+        CopyPackIntoCache(src_pack->get(), dst_pack->get(), name, scratch_uid, FileMode(root));
     if (!copied) return copied.error();
   }
   for (const auto& [file, content] :

@@ -13,14 +13,15 @@
 //
 // Trust: the cache and every file in it are the caller's, made by this process in that
 // directory. Git never runs with the caller's ids on the source: the dispatch's user fetches
-// into a scratch repository of its own (dispatch/git/object_cache_fill.cc), and the caller
-// copies only its pack files, refs and HEAD in, each one checked (a regular file of that
-// user's, no link). Before each use the cache is checked again (object_cache_check.cc):
-// only the files a cache has, each the caller's, not writable by others, no symlink, and
-// the packs the manifest recorded when they were copied in. A cache that fails is moved
-// aside and made anew, never trusted. A root caller's cache is readable by the dispatch's
-// user (0755 directories, 0444 files: no group, no write); a normal user's is its own
-// (0700, 0400).
+// into a scratch repository of its own (object_cache_clone.h), and the caller copies only
+// its pack files, refs and HEAD in, each one checked (a regular file of that user's, no
+// link); a root caller's cache is repacked the same way (object_cache_repack.h), so root
+// never runs git over its packs. Before each use the cache is checked again
+// (object_cache_check.cc): only the files a cache has, each the caller's, not writable by
+// others, no symlink, and the packs the manifest recorded when they were copied in. A cache
+// that fails is moved aside and made anew, never trusted. A root caller's cache is readable
+// by the dispatch's user (0755 directories, 0444 files: no group, no write); a normal
+// user's is its own (0700, 0400).
 #pragma once
 
 #include <sys/types.h>
@@ -93,6 +94,11 @@ base::Result<std::string> InstallIntoCache(const CacheRoot& root, const CacheKey
 
 // The mode of every file of a cache of `root` (0444 shared, 0400 private).
 mode_t CacheFileMode(const CacheRoot& root);
+// Copies the scratch's pack file `name` from `src_fd` into the cache's objects/pack `dst_fd`
+// (same name, `mode`) unless it is there: the source must be a regular file of `owner` with
+// one link, opened without following links. What the cache then holds under that name.
+base::Result<CachedFile> CopyPackIntoCache(int src_fd, int dst_fd, const std::string& name,
+                                           uid_t owner, mode_t mode);
 // (Re)writes the manifest of the cache open at `cache_fd` from the pack files it holds now.
 base::Status WriteCacheManifest(const CacheRoot& root, int cache_fd, const std::string& source);
 

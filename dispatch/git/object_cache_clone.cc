@@ -264,10 +264,20 @@ void DropCache(const CacheRoot& root, const CacheKey& key) {
 }
 
 // The cache's packs folded into one when there are many (object_cache_repack.h), while
-// the lock is still exclusive. A failed repack leaves the cache as it was: said, not fatal.
-base::Status RepackIfCrowded(const CacheRoot& root, const CacheKey& key, const Stop& stop,
+// the lock is still exclusive, by the dispatch's user (in a scratch of its own when that is
+// not the caller). A failed repack leaves the cache as it was: said, not fatal.
+base::Status RepackIfCrowded(const CacheRoot& root, const CacheKey& key, int dispatch_fd,
+                             const RunAsIds& ids, const Stop& stop,
                              std::vector<std::string>* notices) {
-  auto repacked = RepackCacheIfCrowded(root, key.name, key.source, stop.fd);
+  std::optional<Scratch> scratch;
+  auto make_scratch = [&]() -> base::Result<int> {
+    auto made = MakeScratch(dispatch_fd, "cache-repack", ids);
+    if (!made) return made.error();
+    scratch = std::move(*made);
+    return scratch->fd.get();
+  };
+  auto repacked = RepackCacheIfCrowded(root, key.name, key.source, stop.fd,
+                                       {.ids = ids, .make_scratch = make_scratch});
   if (!repacked) {
     notices->push_back(repacked.error().Render());
     return {};
@@ -330,7 +340,9 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
   };
   auto cache = current ? base::Result<std::string>(**checked) : fill();
   if (!cache) return cache.error();
-  if (auto st = RepackIfCrowded(*root, *key, stop, notices); !st) return st.error();
+  if (auto st = RepackIfCrowded(*root, *key, dispatch_fd, ids, stop, notices); !st) {
+    return st.error();
+  }
   // Shared from now on: dispatches of one source check out side by side.
   if (auto st = ShareCacheLock(lock->get()); !st) return st.error();
   auto cloned = CloneShared(source, *key, *cache, ws_fd, ids, stop);

@@ -43,6 +43,25 @@ std::string Output(const std::string& command) {
   return text;
 }
 
+// $PATH with `dir` first while this lives (nothing when "").
+class ScopedGitPath {
+ public:
+  explicit ScopedGitPath(const std::string& dir) {
+    if (dir.empty()) return;
+    const char* now = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): one thread
+    saved_ = now != nullptr ? now : "/usr/bin:/bin";
+    ::setenv("PATH", (dir + ":" + *saved_).c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  }
+  ~ScopedGitPath() {
+    if (saved_) ::setenv("PATH", saved_->c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
+  }
+  ScopedGitPath(const ScopedGitPath&) = delete;
+  ScopedGitPath& operator=(const ScopedGitPath&) = delete;
+
+ private:
+  std::optional<std::string> saved_;
+};
+
 RunAsIds Ids() {
   return ::geteuid() == 0 ? RunAsIds(runtime::SandboxSpec::HostIds{kNobody, kNobody}) : RunAsIds();
 }
@@ -73,8 +92,59 @@ class ObjectCacheTest : public ::testing::Test {
     if (auto ids = Ids()) {
       if (::fchown(ws_fd_.get(), ids->uid, ids->gid) != 0) std::abort();
     }
+    ScopedGitPath git_path(wrapped_ ? dir_.Sub("bin") : "");
     return CloneFromObjectCache(repo_, cache_root_, dispatch_fd_.get(), ws_fd_.get(), Ids(),
                                 notices);
+  }
+
+  // From now on the dispatch's git is a wrapper that writes "UID ARGS..." for each run into
+  // <dir>/marks/git.log and runs `body` (the real git's path in $GIT, its arguments in "$@").
+  void WrapGit(const std::string& body = R"(exec "$GIT" "$@")") {
+    const std::string real = Output("command -v git");
+    ASSERT_EQ(Sh("mkdir -p " + dir_.Sub("bin") + " " + dir_.Sub("marks") + " && chmod 0777 " +
+                 dir_.Sub("marks")),
+              0);
+    const std::string script =
+        fmt::format("#!/bin/sh\necho \"$(id -u) $*\" >> {}\nGIT={}\n{}\n", GitLog(), real, body);
+    ASSERT_EQ(Sh("cat > " + dir_.Sub("bin/git") + " <<'EOF'\n" + script + "EOF\nchmod 0755 " +
+                 dir_.Sub("bin/git")),
+              0);
+    wrapped_ = true;
+  }
+  [[nodiscard]] std::string GitLog() const { return dir_.Sub("marks/git.log"); }
+
+  // `count` commits to the source, each then cloned by a dispatch PREFIX<i>: the cache then
+  // holds a pack per commit. The cache's path.
+  std::string DispatchCommits(const std::string& prefix, int count) {
+    std::vector<std::string> notices;
+    std::string cache;
+    for (int i = 0; i < count; ++i) {
+      const std::string id = fmt::format("{}{}", prefix, i);
+      EXPECT_EQ(Sh(fmt::format("cd {} && echo {} > f && git -c user.name=t -c user.email=t@t "
+                               "commit -qam {} && chmod -R a+rX .",
+                               repo_, id, id)),
+                0);
+      auto borrowed = Clone(id, &notices);
+      EXPECT_TRUE(borrowed) << borrowed.error().Render();
+      if (borrowed) cache = borrowed->cache;
+    }
+    EXPECT_TRUE(notices.empty()) << ::testing::PrintToString(notices);
+    return cache;
+  }
+
+  // The runner a dispatch gives the repack: as root the overflow uid, in a fresh directory
+  // of its own; as a normal user the caller, in place.
+  RepackRunner Runner() {
+    if (!Ids()) return {};
+    return {
+        .ids = Ids(), .make_scratch = [this]() -> base::Result<int> {
+          std::string path = dir_.Sub(fmt::format("repack-{}", ++scratches_));
+          if (::mkdir(path.c_str(), 0700) != 0 || ::chown(path.c_str(), kNobody, kNobody) != 0) {
+            return base::ErrnoError("mkdir", path);
+          }
+          scratch_fd_ = base::UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+          return scratch_fd_.get();
+        }};
   }
 
   std::string Git(const std::string& where, const std::string& args) {
@@ -86,6 +156,9 @@ class ObjectCacheTest : public ::testing::Test {
   std::string cache_root_;
   base::UniqueFd dispatch_fd_;
   base::UniqueFd ws_fd_;
+  bool wrapped_ = false;
+  int scratches_ = 0;
+  base::UniqueFd scratch_fd_;
 };
 
 TEST(CacheManifestTest, RoundTripsAndRefusesWhatIsNotOne) {
@@ -251,8 +324,11 @@ TEST_F(ObjectCacheTest, ACacheRootOfSomebodyElseIsRefused) {
 // Every warm dispatch that fetches something new adds a pack; past kMaxCachePacks the
 // cache is repacked into one, and nothing is dropped: a workspace that borrowed before the
 // source was force-pushed (its commits then unreachable from the cache's refs) still
-// passes fsck, and a clone from the repacked cache works.
-TEST_F(ObjectCacheTest, ACrowdedCacheIsRepackedAndKeepsEveryObject) {
+// passes fsck, and a clone from the repacked cache works. Every git step of the dispatches,
+// the repack's included, ran as the dispatch's user: as root, the overflow uid wrote the
+// pack (pack-objects) and root ran no git at all.
+TEST_F(ObjectCacheTest, ACrowdedCacheIsRepackedByTheDispatchsUserAndKeepsEveryObject) {
+  WrapGit();
   std::vector<std::string> notices;
   auto first = Clone("r0", &notices);
   ASSERT_TRUE(first) << first.error().Render();
@@ -276,6 +352,13 @@ TEST_F(ObjectCacheTest, ACrowdedCacheIsRepackedAndKeepsEveryObject) {
   }
   EXPECT_EQ(packs(), "1");
   EXPECT_TRUE(notices.empty()) << ::testing::PrintToString(notices);
+  const std::string user = std::to_string(Ids() ? kNobody : ::geteuid());
+  const std::string log = Output("cat " + GitLog());
+  EXPECT_EQ(Output("grep -vc '^" + user + " ' " + GitLog()), "0") << log;
+  const char* repack_step = Ids() ? "pack-objects" : " repack ";
+  EXPECT_EQ(Output("grep -c -- '" + std::string(repack_step) + "' " + GitLog()), "1") << log;
+  EXPECT_EQ(Output("ls -A " + dir_.Sub(fmt::format("r{}", kMaxCachePacks))), "workspace")
+      << "the repack's scratch was left";
   EXPECT_EQ(Git(first->cache, "for-each-ref --format='%(refname)'"), "refs/heads/main");
   EXPECT_EQ(Git(old_ws, "cat-file -t " + old_head), "commit");
   EXPECT_EQ(Git(old_ws, "fsck --no-dangling --no-progress"), "");
@@ -291,17 +374,8 @@ TEST_F(ObjectCacheTest, ACrowdedCacheIsRepackedAndKeepsEveryObject) {
 // A stop signal waiting when the repack starts ends git at once: the cache is settled (it
 // passes its checks, every object still there) and a later repack folds its packs.
 TEST_F(ObjectCacheTest, AStopDuringTheRepackLeavesASoundCache) {
-  std::vector<std::string> notices;
-  std::string cache;
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(Sh(fmt::format("cd {} && echo s{} > f && git -c user.name=t -c user.email=t@t "
-                             "commit -qam s{} && chmod -R a+rX .",
-                             repo_, i, i)),
-              0);
-    auto borrowed = Clone(fmt::format("s{}", i), &notices);
-    ASSERT_TRUE(borrowed) << borrowed.error().Render();
-    cache = borrowed->cache;
-  }
+  const std::string cache = DispatchCommits("s", 3);
+  ASSERT_FALSE(HasFailure());
   auto packs = [&] { return Output("ls " + cache + "/objects/pack | grep -c '\\.pack$'"); };
   ASSERT_EQ(packs(), "3");
   auto root = OpenCacheRoot(cache_root_, ::geteuid() == 0);
@@ -316,7 +390,7 @@ TEST_F(ObjectCacheTest, AStopDuringTheRepackLeavesASoundCache) {
   base::UniqueFd stop(::signalfd(-1, &usr2, SFD_CLOEXEC | SFD_NONBLOCK));
   ASSERT_TRUE(stop);
   ASSERT_EQ(::raise(SIGUSR2), 0);
-  auto stopped = RepackCacheIfCrowded(*root, name, source, stop.get(), 1);
+  auto stopped = RepackCacheIfCrowded(*root, name, source, stop.get(), Runner(), 1);
   ASSERT_EQ(::sigprocmask(SIG_UNBLOCK, &usr2, nullptr), 0);
   ASSERT_TRUE(stopped) << stopped.error().Render();
   EXPECT_EQ(stopped->stopped_by, SIGUSR2);
@@ -325,12 +399,44 @@ TEST_F(ObjectCacheTest, AStopDuringTheRepackLeavesASoundCache) {
   ASSERT_TRUE(fd);
   EXPECT_EQ(CacheProblemAt(fd->get(), root->shared, ::geteuid()), std::nullopt);
   EXPECT_EQ(Git(cache, "fsck --no-dangling --no-progress"), "");
-  auto folded = RepackCacheIfCrowded(*root, name, source, -1, 1);
+  auto folded = RepackCacheIfCrowded(*root, name, source, -1, Runner(), 1);
   ASSERT_TRUE(folded) << folded.error().Render();
   EXPECT_TRUE(folded->repacked);
   EXPECT_EQ(packs(), "1");
   EXPECT_EQ(CacheProblemAt(fd->get(), root->shared, ::geteuid()), std::nullopt);
   EXPECT_EQ(Git(dir_.Sub("s0/workspace"), "fsck --no-dangling --no-progress"), "");
+}
+
+// Root checks the pack the dispatch's user wrote before any old pack goes: one that lacks an
+// object of the cache (here a git that drops the first of them) is refused, and the cache
+// keeps its packs, passes its checks and still lends every object.
+TEST_F(ObjectCacheTest, ARepackedPackThatLacksAnObjectIsRefused) {
+  if (!Ids()) GTEST_SKIP() << "needs root: a normal user's cache is repacked in place by git";
+  const std::string cache = DispatchCommits("d", 2);
+  ASSERT_FALSE(HasFailure());
+  auto packs = [&] { return Output("ls " + cache + "/objects/pack | grep -c '\\.pack$'"); };
+  ASSERT_EQ(packs(), "2");
+  WrapGit(
+      R"(case "$*" in *pack-objects*) sed 1d | "$GIT" "$@"; exit $?;; esac
+exec "$GIT" "$@")");
+  auto root = OpenCacheRoot(cache_root_, true);
+  ASSERT_TRUE(root) << root.error().Render();
+  const std::string name = cache.substr(cache.rfind('/') + 1);
+  base::Result<RepackOutcome> repacked = RepackOutcome{};
+  {
+    ScopedGitPath path(dir_.Sub("bin"));
+    repacked = RepackCacheIfCrowded(*root, name, CacheKeyOf(repo_)->source, -1, Runner(), 1);
+  }
+  ASSERT_FALSE(repacked);
+  EXPECT_NE(repacked.error().Render().find("the new pack lacks objects of pack-"),
+            std::string::npos)
+      << repacked.error().Render();
+  EXPECT_EQ(Output("grep -c pack-objects " + GitLog()), "1");
+  EXPECT_EQ(packs(), "2");
+  auto fd = base::OpenBeneath(root->fd.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  ASSERT_TRUE(fd);
+  EXPECT_EQ(CacheProblemAt(fd->get(), root->shared, ::geteuid()), std::nullopt);
+  EXPECT_EQ(Git(dir_.Sub("d0/workspace"), "fsck --no-dangling --no-progress"), "");
 }
 
 TEST_F(ObjectCacheTest, LsSeesTheCacheAndGcLeavesOneInUse) {
