@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "dispatch/git/clone_checkout.h"
 #include "dispatch/git/host_git.h"
 #include "dispatch/git/object_cache.h"
+#include "dispatch/git/object_cache_current.h"
 #include "dispatch/git/object_cache_manifest.h"
 #include "dispatch/git/object_cache_repack.h"
 #include "dispatch/sys/at_file.h"
@@ -184,6 +186,50 @@ base::Result<Fetched> FetchSource(const std::string& source, const CacheRoot& ro
   return Fetched{.scratch = std::move(*scratch), .refs = std::move(*refs)};
 }
 
+// The text git wrote into the memfd `fd`, or nullopt past `limit` bytes.
+std::optional<std::string> ReadBack(int fd, size_t limit) {
+  std::string text;
+  char buf[8192];
+  for (off_t at = 0;;) {
+    ssize_t n = ::pread(fd, buf, sizeof(buf), at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || text.size() + static_cast<size_t>(n) > limit) return std::nullopt;
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+    at += n;
+  }
+}
+
+// Step 2's shortcut (object_cache_current.h): whether the checked cache `cache` already has
+// what the source shows now. The source's refs are listed by `git ls-remote` as the
+// dispatch's user (upload-pack reads the source, as for the fetch), with the cache as git's
+// repository so that no other repository's configuration is read. A listing git could not
+// make is "no": the fetch then says what is wrong.
+base::Result<bool> CacheHasSource(const CacheRoot& root, const CacheKey& key,
+                                  const std::string& cache, int ws_fd, const RunAsIds& ids,
+                                  const Stop& stop) {
+  auto cache_fd = OpenDirBeneath(root.fd.get(), key.name);
+  if (!cache_fd) return cache_fd.error();
+  auto packed = ReadFileAt(cache_fd->get(), "packed-refs", 64 << 20);
+  auto head = ReadFileAt(cache_fd->get(), "HEAD", 4096);
+  auto recorded = packed && head ? ParseCacheRefs(*packed, *head) : std::nullopt;
+  if (!recorded) return false;
+  base::UniqueFd listing(::memfd_create("ateam-ls-remote", MFD_CLOEXEC));
+  if (!listing) return base::ErrnoError("Can't make a memfd for", "the source's refs");
+  HostGitOptions options;
+  options.safe_directories = SafeDirectories(key, cache);
+  options.stop_fd = stop.fd;
+  options.stdout_fd = listing.get();
+  auto listed = RunHostGit(
+      ids, ws_fd, {"--git-dir=" + cache, "ls-remote", "--symref", "--", key.source}, options);
+  if (!listed) return listed.error();
+  if (listed->stopped_by != 0) return Interrupted(*listed, stop);
+  if (listed->exit_code != 0) return false;
+  auto text = ReadBack(listing.get(), 64 << 20);
+  auto shown = text ? ParseRemoteListing(*text) : std::nullopt;
+  return shown && SameRefs(*shown, *recorded);
+}
+
 // Step 3: what was fetched, copied into the cache. Returns the cache's path.
 base::Result<std::string> Install(const CacheRoot& root, const CacheKey& key,
                                   const Fetched& fetched, const RunAsIds& ids) {
@@ -197,7 +243,10 @@ base::Status CloneShared(const std::string& source, const CacheKey& key, const s
   HostGitOptions options;
   options.safe_directories = SafeDirectories(key, cache);
   options.stop_fd = stop.fd;
-  auto cloned = RunHostGit(ids, ws_fd, {"clone", "--shared", "--quiet", "--", cache, "."}, options);
+  // No template: its sample hooks are removed again by the git guard (ResetClonedGitDir),
+  // and every file made and removed here slows the checkout's files that come next.
+  auto cloned = RunHostGit(
+      ids, ws_fd, {"clone", "--shared", "--quiet", "--template=", "--", cache, "."}, options);
   if (!cloned) return cloned.error();
   if (cloned->stopped_by != 0) return Interrupted(*cloned, stop);
   if (cloned->exit_code != 0) {
@@ -265,8 +314,14 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
     notices->push_back(fmt::format(
         "--object-cache: the cache of {} failed its check ({}): made anew", key->source, why));
   }
-  auto fetched = FetchSource(source, *root, *key, *checked, dispatch_fd, ids, stop);
   bool had_cache = checked->has_value();
+  // Nothing new in the source: no fetch, nothing copied in, the cache as it is.
+  bool current = false;
+  if (had_cache) {
+    auto same = CacheHasSource(*root, *key, **checked, ws_fd, ids, stop);
+    if (!same) return same.error();
+    current = *same;
+  }
   // Made anew from the source alone when the cache failed in use (a fetch that borrows
   // from it, or the clone from it): only a failure that remains is reported.
   auto anew = [&]() -> base::Result<std::string> {
@@ -278,9 +333,12 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
     had_cache = false;
     return Install(*root, *key, *alone, ids);
   };
-  auto cache = fetched                   ? Install(*root, *key, *fetched, ids)
-               : had_cache && !stopped() ? anew()
-                                         : base::Result<std::string>(fetched.error());
+  auto fill = [&]() -> base::Result<std::string> {
+    auto fetched = FetchSource(source, *root, *key, *checked, dispatch_fd, ids, stop);
+    if (fetched) return Install(*root, *key, *fetched, ids);
+    return had_cache && !stopped() ? anew() : base::Result<std::string>(fetched.error());
+  };
+  auto cache = current ? base::Result<std::string>(**checked) : fill();
   if (!cache) return cache.error();
   if (auto st = RepackIfCrowded(*root, *key, dispatch_fd, ids, stop, notices); !st) {
     return st.error();

@@ -1,7 +1,8 @@
-// A stop during `run --repo SRC --object-cache`'s fetch: SIGINT, or the deadline
-// (--timeout), ends the run as during a plain clone (130 / 124, the agent never started),
-// with no workspace, no scratch and no git left, the cache as it was; the next cached
-// dispatch from the same source works and the cache stays fsck clean.
+// A stop during `run --repo SRC --object-cache`'s listing of the source's refs or its
+// fetch: SIGINT, SIGTERM or the deadline (--timeout) ends the run as during a plain clone
+// (130 / 143 / 124, the agent never started), with no workspace, no scratch and no git
+// left, the cache as it was; the next cached dispatch from the same source works and the
+// cache stays fsck clean.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,7 +19,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr char kSleep[] = "4173";
+// The slow git's sleep, told apart from the one of the same test run elsewhere on the
+// machine (another checkout's suite) by this process's pid.
+std::string SleepSeconds() { return "4173." + std::to_string(getpid()); }
 
 class RunObjectCacheStopTest : public ::testing::Test {
  protected:
@@ -28,17 +31,18 @@ class RunObjectCacheStopTest : public ::testing::Test {
     RunResult real = RunCommand({"sh", "-c", "command -v git"});
     ASSERT_EQ(real.exit_code, 0) << Describe(real);
     std::string real_git = real.out.substr(0, real.out.find('\n'));
-    // A git that marks and sleeps on the cache's fetch (a bare clone) and is the real one
-    // otherwise. The fetch runs as the dispatch's user: all of this is theirs to read and
-    // the marks directory theirs to write.
+    // A git that marks and sleeps on the step $SLOW_ON names (--bare: the cache's fetch, a
+    // bare clone; ls-remote: the listing of the source's refs) and is the real one
+    // otherwise. Git runs as the dispatch's user: all of this is theirs to read and the
+    // marks directory theirs to write.
     mkdir(dir_.Sub("bin").c_str(), 0755);
     mkdir(dir_.Sub("marks").c_str(), 0777);
     chmod(dir_.Sub("marks").c_str(), 0777);
-    WriteFile(
-        dir_.Sub("bin/git"),
-        "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = --bare ]; then\n    echo started > " +
-            dir_.Sub("marks/fetch") + "\n    exec sleep " + kSleep + "\n  fi\ndone\nexec " +
-            real_git + " \"$@\"\n");
+    WriteFile(dir_.Sub("bin/git"),
+              "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = \"$SLOW_ON\" ]; then\n    echo "
+              "started > " +
+                  dir_.Sub("marks/fetch") + "\n    exec sleep " + SleepSeconds() +
+                  "\n  fi\ndone\nexec " + real_git + " \"$@\"\n");
     chmod(dir_.Sub("bin/git").c_str(), 0755);
     ASSERT_EQ(MakeOneCommitRepository(dir_.Sub("src")), 0);
   }
@@ -54,22 +58,38 @@ class RunObjectCacheStopTest : public ::testing::Test {
   static Args Agent() {
     return {"/bin/sh", "-c", "git log --oneline >/dev/null && echo agent-ran"};
   }
-  [[nodiscard]] std::string SlowPath() const {
+  // The environment of a run whose git sleeps on `step`.
+  [[nodiscard]] RunOptions SlowOn(const std::string& step) const {
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
-    return "PATH=" + dir_.Sub("bin") + ":" + (path != nullptr ? path : "/usr/bin:/bin");
+    return WithEnv({"PATH=" + dir_.Sub("bin") + ":" + (path != nullptr ? path : "/usr/bin:/bin"),
+                    "SLOW_ON=" + step});
   }
   [[nodiscard]] bool FetchStarted() const { return ReadFile(dir_.Sub("marks/fetch")).has_value(); }
   [[nodiscard]] std::string Status() const {
     return ReadFile(dir_.Sub("status.json")).value_or("");
   }
 
+  void FillTheCache() {
+    RunResult first = RunAteam(Options({"--rm"}), {"true"}, WithTimeout(milliseconds(60000)));
+    ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  }
+
+  // A cached dispatch whose git sleeps on `step`, sent `signal` once the step started.
+  RunResult StoppedDuring(const std::string& step, int signal) {
+    Process run = Process::Start(RunArgv(Options({}), Agent()), SlowOn(step));
+    for (int i = 0; i < 400 && !FetchStarted(); ++i) usleep(50000);
+    EXPECT_TRUE(FetchStarted()) << step << " never started";
+    EXPECT_EQ(kill(run.pid(), signal), 0);
+    return run.Wait(milliseconds(20000));
+  }
+
   // What a stopped run must leave: no dispatch directory, no git, no agent.
   void ExpectNothingLeft(const RunResult& res) {
-    EXPECT_TRUE(FetchStarted()) << "the stop did not come during the fetch";
+    EXPECT_TRUE(FetchStarted()) << "the stop did not come during the slow step";
     EXPECT_EQ(res.out.find("agent-ran"), std::string::npos) << "the agent ran after the stop";
     EXPECT_TRUE(DirectoryEntries(dir_.Sub("dispatches")).empty())
         << "the partial workspace or scratch was left behind";
-    EXPECT_TRUE(ProcessesMatching(std::string("sleep ") + kSleep).empty())
+    EXPECT_TRUE(ProcessesMatching("sleep " + SleepSeconds() + " ").empty())
         << "git outlived the stop";
   }
 
@@ -91,15 +111,16 @@ class RunObjectCacheStopTest : public ::testing::Test {
   RootTempDir dir_;
 };
 
-// With a cache already there (the fetch borrows from it): SIGINT during the fetch.
+// With a cache already there and a new commit in the source (the fetch borrows from the
+// cache; with nothing new there would be no fetch): SIGINT during the fetch.
 TEST_F(RunObjectCacheStopTest, SigintDuringTheFetchStopsItAndKeepsTheCache) {
-  RunResult first = RunAteam(Options({"--rm"}), {"true"}, WithTimeout(milliseconds(60000)));
-  ASSERT_EQ(first.exit_code, 0) << Describe(first);
-  Process run = Process::Start(RunArgv(Options({}), Agent()), WithEnv({SlowPath()}));
-  for (int i = 0; i < 400 && !FetchStarted(); ++i) usleep(50000);
-  ASSERT_TRUE(FetchStarted()) << "the fetch never started";
-  ASSERT_EQ(kill(run.pid(), SIGINT), 0);
-  RunResult res = run.Wait(milliseconds(20000));
+  ASSERT_NO_FATAL_FAILURE(FillTheCache());
+  ASSERT_EQ(RunCommand({"git", "-C", dir_.Sub("src"), "-c", "user.name=t", "-c", "user.email=t@t",
+                        "commit", "-q", "--allow-empty", "-m", "new"})
+                .exit_code,
+            0);
+  RunResult res;
+  ASSERT_NO_FATAL_FAILURE(res = StoppedDuring("--bare", SIGINT));
   EXPECT_EQ(res.exit_code, 130) << Describe(res);
   EXPECT_EQ(res.err,
             "ateam-sandbox run: interrupted by SIGINT before the agent started: nothing ran\n");
@@ -108,9 +129,22 @@ TEST_F(RunObjectCacheStopTest, SigintDuringTheFetchStopsItAndKeepsTheCache) {
   ExpectNextDispatchWorks();
 }
 
+// With a cache and nothing new in the source: SIGTERM while the source's refs are listed
+// (the step that finds there is nothing to fetch).
+TEST_F(RunObjectCacheStopTest, SigtermDuringTheListingStopsIt) {
+  ASSERT_NO_FATAL_FAILURE(FillTheCache());
+  RunResult res;
+  ASSERT_NO_FATAL_FAILURE(res = StoppedDuring("ls-remote", SIGTERM));
+  EXPECT_EQ(res.exit_code, 143) << Describe(res);
+  EXPECT_EQ(res.err,
+            "ateam-sandbox run: interrupted by SIGTERM before the agent started: nothing ran\n");
+  ExpectNothingLeft(res);
+  ExpectNextDispatchWorks();
+}
+
 // With no cache yet (the first fill): the deadline during the fetch.
 TEST_F(RunObjectCacheStopTest, TimeoutDuringTheFetchEndsTheRun) {
-  RunOptions slow = WithEnv({SlowPath()});
+  RunOptions slow = SlowOn("--bare");
   slow.timeout = milliseconds(60000);
   RunResult res = RunAteam(Options({"--timeout", "2"}), Agent(), slow);
   EXPECT_FALSE(res.timed_out) << Describe(res);

@@ -153,6 +153,28 @@ TEST_F(RunObjectCacheTest, DispatchesBorrowReadOnlyAndNeverSeeEachOther) {
   EXPECT_NE(access(cache.c_str(), F_OK), 0) << Describe(gc);
 }
 
+// A warm cache with nothing new is used as it is; a commit made in the source after it was
+// filled is in the next dispatch's workspace all the same.
+TEST_F(RunObjectCacheTest, ACommitAfterTheFillIsSeen) {
+  Run({"--rm"}, "true");
+  ASSERT_EQ(last_.exit_code, 0) << Describe(last_);
+  ASSERT_EQ(RunCommand({"sh", "-c",
+                        "cd " + src_ +
+                            " && echo two > a.txt && git -c user.name=t -c user.email=t@t "
+                            "commit -qam later"})
+                .exit_code,
+            0);
+  Run({"--rm"},
+      "echo \"last: $(git log -1 --format=%s)\"; echo \"count: $(git rev-list --count "
+      "HEAD)\"; echo \"a: $(cat a.txt)\"");
+  ASSERT_EQ(last_.exit_code, 0) << Describe(last_);
+  Report seen = ParseReport(last_.out);
+  EXPECT_EQ(Get(seen, "last"), "later") << Describe(last_);
+  EXPECT_EQ(Get(seen, "count"), "2");
+  EXPECT_EQ(Get(seen, "a"), "two");
+  ExpectFsckClean(Cache());
+}
+
 // `ls --json`: the dispatch, then the cache, each with its "kind" (parsed as JSON). A
 // standalone `harvest` of the kept workspace finds the cache through its alternates alone
 // (no --cache-root) and gives the agent's work only; a planted alternates line (a path

@@ -239,6 +239,32 @@ TEST_F(ObjectCacheTest, TheWorkspaceBorrowsAndTheCacheIsTheCallersReadOnly) {
   EXPECT_EQ(Output("ls " + dir_.Sub("a2")), "workspace");
 }
 
+// Nothing new in the source: the next dispatch fetches nothing and the cache's files stay
+// as they were. Refs that moved without a new object (a branch reset back, a new tag on an
+// old commit) are still something new.
+TEST_F(ObjectCacheTest, NothingNewIsNotFetchedButMovedRefsAre) {
+  std::vector<std::string> notices;
+  auto first = Clone("f1", &notices);
+  ASSERT_TRUE(first) << first.error().Render();
+  first->lock.reset();
+  struct stat before {};
+  ASSERT_EQ(::stat((first->cache + "/packed-refs").c_str(), &before), 0);
+  auto same = Clone("f2", &notices);
+  ASSERT_TRUE(same) << same.error().Render();
+  same->lock.reset();
+  struct stat after {};
+  ASSERT_EQ(::stat((first->cache + "/packed-refs").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the cache's refs were written again";
+  EXPECT_EQ(Git(dir_.Sub("f2/workspace"), "log -1 --format=%s"), "two");
+  ASSERT_EQ(Sh("cd " + repo_ + " && git reset -q --hard HEAD~1 && git tag v0 HEAD"), 0);
+  auto moved = Clone("f3", &notices);
+  ASSERT_TRUE(moved) << moved.error().Render();
+  std::string ws = dir_.Sub("f3/workspace");
+  EXPECT_EQ(Git(ws, "log -1 --format=%s"), "one");
+  EXPECT_EQ(Git(ws, "tag"), "v0\nv1");
+  EXPECT_TRUE(notices.empty());
+}
+
 TEST_F(ObjectCacheTest, ACacheThatFailsItsCheckIsMadeAnew) {
   std::vector<std::string> notices;
   auto first = Clone("b1", &notices);
