@@ -39,6 +39,9 @@ double MsSince(Clock::time_point start) {
 base::Status RecordBaseCommit(const ResolvedRequest& r, const GitGuard& guard,
                               const HarvestPlan& harvest, int stop_fd, int* stopped,
                               DispatchResult* result) {
+  // A workspace with no git directory anywhere has no base commit: no sandbox is started
+  // to find that out (the harvest's own error stands when --patch asks for one).
+  if (!guard.clone_head() && guard.guarded().empty() && !r.request.patch) return {};
   HarvestBounds read{.stop_fd = stop_fd};
   auto base_commit = guard.clone_head() ? base::Result<std::string>(*guard.clone_head())
                                         : ReadBaseCommit(harvest, &read);
