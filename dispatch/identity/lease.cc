@@ -47,10 +47,14 @@ base::Status CheckLeaseStat(const struct stat& st, uid_t owner, const std::strin
 
 // The lease directory, made 0700 when missing, verified from / (every component root's
 // or the owner's, no symlink, not writable by others), and every entry in it checked: a
-// regular lease file named by a uid, or nothing may be there. `highest`, when given, is set
-// to the highest uid that has a lease file (left alone when there is none).
+// regular lease file named by a uid, or nothing may be there. `seen`, when given, gets the
+// number of lease files and the highest uid that has one.
+struct LeaseFilesSeen {
+  size_t count = 0;
+  std::optional<uint32_t> highest;
+};
 base::Result<base::UniqueFd> OpenLeaseDir(const std::string& dir, uid_t owner, bool create,
-                                          std::optional<uint32_t>* highest = nullptr) {
+                                          LeaseFilesSeen* seen = nullptr) {
   if (create) {
     auto made = base::OpenOrMakeTrustedDir(dir, 0700, owner);
     if (!made) return made.error();
@@ -82,7 +86,10 @@ base::Result<base::UniqueFd> OpenLeaseDir(const std::string& dir, uid_t owner, b
       return base::ErrnoError("Can't stat", path);
     }
     if (auto checked = CheckLeaseStat(st, owner, path); !checked) return checked.error();
-    if (highest != nullptr && (!*highest || *uid > **highest)) *highest = *uid;
+    if (seen != nullptr) {
+      ++seen->count;
+      if (!seen->highest || *uid > *seen->highest) seen->highest = *uid;
+    }
   }
   return std::move(*fd);
 }
@@ -161,16 +168,19 @@ LeaseInfo ParseLeaseRecord(const std::string& text) {
 base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::string& dispatch_id,
                                        const std::vector<std::string>& paths) {
   if (auto st = CheckIdRange(options.range); !st) return st.error();
-  std::optional<uint32_t> highest;
-  auto dir = OpenLeaseDir(options.dir, options.owner, /*create=*/true, &highest);
+  LeaseFilesSeen seen;
+  auto dir = OpenLeaseDir(options.dir, options.owner, /*create=*/true, &seen);
   if (!dir) return dir.error();
-  // Where the scan starts: just above the highest id that has a lease file, so that the
-  // first id tried is usually free even when hundreds of kept dispatches hold theirs (each
-  // id passed over costs a lock, a read and a look at its paths); then round from the
-  // range's start, where the ids of removed dispatches come free again.
+  // Where the scan starts: while there are few lease files, just above the highest id that
+  // has one, so that the first id tried is free even when hundreds of kept dispatches hold
+  // theirs (each id passed over costs a lock, a read and a look at its paths); then round
+  // from the range's start, where the ids of removed dispatches come free again. Past
+  // `fresh_ids_until` files, from the start: free files are taken again before new ones
+  // are made (the directory's check above looks at every file).
   const uint32_t count = options.range.count;
   uint32_t start = 0;
-  if (highest && *highest >= options.range.first_uid &&
+  const std::optional<uint32_t>& highest = seen.highest;
+  if (seen.count < options.fresh_ids_until && highest && *highest >= options.range.first_uid &&
       *highest - options.range.first_uid < count - 1) {
     start = *highest - options.range.first_uid + 1;
   }

@@ -44,6 +44,11 @@ struct LeaseOptions {
   gid_t overflow_gid = 65534;
   // Whether an id is somebody's already (passwd, group, a process). Default: the host's.
   std::function<bool(uid_t, gid_t)> taken;
+  // Up to this many lease files, a new lease is looked for just above the highest one
+  // (ids never used before, found at once); past it, from the range's start, where the
+  // files of finished dispatches are taken again, so that the files stay this many or
+  // as many as there are held leases, and the directory's check stays cheap.
+  size_t fresh_ids_until = 1024;
 };
 
 // One lease as its file says, for `doctor`.

@@ -110,6 +110,23 @@ TEST(IdLeaseTest, TheScanStartsAboveTheHighestLeaseFile) {
   EXPECT_EQ(e->ids().uid, 500000U);
 }
 
+// Past `fresh_ids_until` lease files, the scan starts at the range's start again: a free
+// file is taken again before a new one is made.
+TEST(IdLeaseTest, ManyLeaseFilesAreTakenAgainBeforeNewOnesAreMade) {
+  ScratchDir s;
+  auto options = TestOptions(s, 500000, 4);
+  options.fresh_ids_until = 2;
+  for (const char* id : {"a", "b"}) {
+    auto released = IdLease::Acquire(options, id, {});  // released at once: its file stays
+    ASSERT_TRUE(released) << released.error().Render();
+  }
+  EXPECT_EQ(LeaseFiles(s), 2U);
+  auto c = IdLease::Acquire(options, "c", {});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->ids().uid, 500000U) << "two files: the free one at the start is taken again";
+  EXPECT_EQ(LeaseFiles(s), 2U);
+}
+
 TEST(IdLeaseTest, SkipsTheOverflowIdAndIdsSomebodyHas) {
   ScratchDir s;
   auto options = TestOptions(s, 65533, 4);
