@@ -103,8 +103,16 @@ base::Result<StateDir> StateDir::Create(const StateDirOptions& options) {
     return base::Error(EPERM, "Dispatch directory is not private", tmpl);
   }
   // Locked for as long as this descriptor or a copy lives (a janitor's): `gc` removes only
-  // a state directory nobody holds the lock of, one no dispatch owns any more.
-  (void)::flock(fd.get(), LOCK_EX | LOCK_NB);
+  // a state directory nobody holds the lock of, one no dispatch owns any more. Waiting,
+  // not trying: a `gc` that lists the base tests each directory's lock and lets go at
+  // once, and a try that met its test would leave this dispatch unheld for good.
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      base::Error error = base::ErrnoError("Can't lock dispatch directory", tmpl);
+      ::rmdir(tmpl.c_str());
+      return error;
+    }
+  }
   return StateDir(std::move(tmpl), std::move(fd));
 }
 

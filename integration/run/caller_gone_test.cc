@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "integration/run/run_support.h"
 
 namespace sbx::integration::run {
@@ -216,12 +218,21 @@ TEST_F(RunCallerGoneTest, GcRemovesTheCgroupsOfARunKilledWithItsJanitor) {
   RunResult kept = RunCommand({AteamPath(), "gc", "--workspace-root", root()});
   EXPECT_EQ(kept.exit_code, 0) << Describe(kept);
   EXPECT_EQ(CgroupDirsOf(id), cgroups) << kept.out;
-  // The janitor first (a group of its own, naming the root too), then run's group: the
-  // janitor never sees run go.
+  // The janitor first (run's forked child with run's command line, in a group of its own),
+  // then run's group: the janitor never sees run go. Only the janitor: the sandbox's
+  // supervisor, also a group of its own, names the root too, and killing it first would
+  // let run see its sandbox end and clean up before its group is killed.
   const pid_t group = getpgid(pid);
+  const std::string run_cmdline = ReadFile(fmt::format("/proc/{}/cmdline", pid)).value_or("");
+  ASSERT_FALSE(run_cmdline.empty());
+  int janitors = 0;
   for (int p : ProcessesMatching(root())) {
-    if (getpgid(p) != group) kill(p, SIGKILL);
+    if (p != pid && getpgid(p) != group &&
+        ReadFile(fmt::format("/proc/{}/cmdline", p)).value_or("") == run_cmdline) {
+      janitors += kill(p, SIGKILL) == 0 ? 1 : 0;
+    }
   }
+  ASSERT_EQ(janitors, 1) << "run's janitor";
   ASSERT_EQ(kill(-group, SIGKILL), 0);
   ReapOrphan(pid);
   EXPECT_EQ(CgroupDirsOf(id), cgroups) << "the janitor was not killed in time";
