@@ -102,6 +102,14 @@ base::Result<CachedFile> CopyPackIntoCache(int src_fd, int dst_fd, const std::st
 // (Re)writes the manifest of the cache open at `cache_fd` from the pack files it holds now.
 base::Status WriteCacheManifest(const CacheRoot& root, int cache_fd, const std::string& source);
 
+// The source stamp (source_stamp.h) recorded in the checked cache NAME, "" when none. Under
+// the cache's exclusive lock.
+std::string ReadCacheStamp(const CacheRoot& root, const std::string& name);
+// Records `stamp` in the cache NAME: the old one removed first, so that a write cut short
+// leaves a stamp that matches nothing (a listing by git then), never a wrong one.
+base::Status WriteCacheStamp(const CacheRoot& root, const std::string& name,
+                             const std::string& stamp);
+
 // The reason the cache open at `fd` fails its checks (object_cache_check.cc) when its files
 // are to be `owner`'s, nullopt when it passes; changes nothing.
 std::optional<std::string> CacheProblemAt(int fd, bool shared, uid_t owner);

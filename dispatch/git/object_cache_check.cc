@@ -28,7 +28,9 @@ struct Expected {
 
 const std::vector<Expected>& Layout() {
   static const std::vector<Expected> layout = {
-      {".", {"HEAD", "config", "packed-refs", kCacheManifestName}, {"refs", "objects"}},
+      {".",
+       {"HEAD", "config", "packed-refs", kCacheManifestName, kCacheStampName},
+       {"refs", "objects"}},
       {"refs", {}, {"heads", "tags"}},
       {"refs/heads", {}, {}},
       {"refs/tags", {}, {}},

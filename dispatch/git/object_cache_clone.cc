@@ -16,6 +16,7 @@
 #include "dispatch/git/object_cache_current.h"
 #include "dispatch/git/object_cache_manifest.h"
 #include "dispatch/git/object_cache_repack.h"
+#include "dispatch/git/source_stamp.h"
 #include "dispatch/sys/at_file.h"
 #include "dispatch/sys/run_as_child.h"
 #include "dispatch/sys/stop_signals.h"
@@ -315,9 +316,15 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
         "--object-cache: the cache of {} failed its check ({}): made anew", key->source, why));
   }
   bool had_cache = checked->has_value();
-  // Nothing new in the source: no fetch, nothing copied in, the cache as it is.
-  bool current = false;
-  if (had_cache) {
+  // Taken before git lists or fetches the source's refs (source_stamp.h): the stamp the
+  // cache then records is never newer than what it holds.
+  const std::optional<std::string> stamp = ReadSourceStamp(key->source, ids);
+  const bool stamp_recorded = had_cache && stamp && ReadCacheStamp(*root, key->name) == *stamp;
+  // Nothing new in the source: no fetch, nothing copied in, the cache as it is. Known from
+  // the stamp when the source has not changed since the cache last matched it; from its
+  // refs as git lists them otherwise.
+  bool current = stamp_recorded;
+  if (had_cache && !current) {
     auto same = CacheHasSource(*root, *key, **checked, ws_fd, ids, stop);
     if (!same) return same.error();
     current = *same;
@@ -342,6 +349,12 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
   if (!cache) return cache.error();
   if (auto st = RepackIfCrowded(*root, *key, dispatch_fd, ids, stop, notices); !st) {
     return st.error();
+  }
+  // Still exclusive: the stamp is what the cache's refs now match; refs fetched with no
+  // stamp leave none (an empty one matches nothing). Not recorded is no failure: the next
+  // dispatch lists the refs again.
+  if (!stamp_recorded && (stamp || !current)) {
+    (void)WriteCacheStamp(*root, key->name, stamp.value_or(""));
   }
   // Shared from now on: dispatches of one source check out side by side.
   if (auto st = ShareCacheLock(lock->get()); !st) return st.error();

@@ -12,6 +12,9 @@
 namespace sbx::dispatch {
 
 inline constexpr const char* kCacheManifestName = "ateam-cache";
+// The source's stamp (source_stamp.h) as it was when the cache's refs were last found to be
+// the source's; a file a cache may lack.
+inline constexpr const char* kCacheStampName = "ateam-source-stamp";
 
 struct CacheManifest {
   std::string source;

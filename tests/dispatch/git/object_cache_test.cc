@@ -11,10 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -22,6 +24,7 @@
 #include "dispatch/git/object_cache_clone.h"
 #include "dispatch/git/object_cache_manifest.h"
 #include "dispatch/git/object_cache_repack.h"
+#include "dispatch/git/source_stamp.h"
 #include "tests/dispatch/scratch_dir.h"
 
 namespace sbx::dispatch {
@@ -263,6 +266,36 @@ TEST_F(ObjectCacheTest, NothingNewIsNotFetchedButMovedRefsAre) {
   EXPECT_EQ(Git(ws, "log -1 --format=%s"), "one");
   EXPECT_EQ(Git(ws, "tag"), "v0\nv1");
   EXPECT_TRUE(notices.empty());
+}
+
+// A source left alone long enough to be stamped (source_stamp.h): the dispatch after the
+// one that recorded its stamp lists no refs at all; a commit changes the stamp, and its
+// refs are listed and fetched again.
+TEST_F(ObjectCacheTest, AnUnchangedSourceIsKnownByItsStampWithoutGit) {
+  WrapGit();
+  // Waiting out the racy window, not measuring anything: until then no stamp is made.
+  std::this_thread::sleep_for(std::chrono::seconds(kRacySeconds + 1));
+  std::vector<std::string> notices;
+  auto first = Clone("s1", &notices);
+  ASSERT_TRUE(first) << first.error().Render();
+  struct stat stamp {};
+  EXPECT_EQ(::stat((first->cache + "/" + kCacheStampName).c_str(), &stamp), 0);
+  first->lock.reset();
+  ASSERT_EQ(Sh("rm " + GitLog()), 0);
+  auto second = Clone("s2", &notices);
+  ASSERT_TRUE(second) << second.error().Render();
+  second->lock.reset();
+  const std::string log = Output("cat " + GitLog() + " 2>/dev/null");
+  EXPECT_EQ(log.find("ls-remote"), std::string::npos) << log;
+  EXPECT_EQ(log.find("fetch"), std::string::npos) << log;
+  EXPECT_EQ(Git(dir_.Sub("s2/workspace"), "log -1 --format=%s"), "two");
+  ASSERT_EQ(Sh("cd " + repo_ +
+               " && echo three > f && git -c user.name=t -c user.email=t@t commit -qam three"),
+            0);
+  auto third = Clone("s3", &notices);
+  ASSERT_TRUE(third) << third.error().Render();
+  EXPECT_EQ(Git(dir_.Sub("s3/workspace"), "log -1 --format=%s"), "three");
+  EXPECT_TRUE(notices.empty()) << ::testing::PrintToString(notices);
 }
 
 TEST_F(ObjectCacheTest, ACacheThatFailsItsCheckIsMadeAnew) {
