@@ -1,5 +1,7 @@
 #include "cli/dispatches_command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <ctime>
 #include <optional>
@@ -13,6 +15,7 @@
 #include "cli/parse_options.h"
 #include "dispatch/host/orphan_cgroups.h"
 #include "dispatch/host/stale_state.h"
+#include "dispatch/identity/lease.h"
 #include "dispatch/record/list.h"
 #include "dispatch/record/status_json.h"
 #include "dispatch/request/human_units.h"
@@ -162,6 +165,18 @@ bool CollectOrphanedState(bool dry_run) {
   for (const auto& line : orphans.failed) {
     fmt::print(stderr, "ateam-sandbox gc: {}\n", dispatch::EscapeForTerminal(line));
     failed = true;
+  }
+  // A root caller's released uid leases: their files go, the directory keeps the held ones.
+  if (::geteuid() == 0) {
+    auto pruned = dispatch::PruneFreeLeases(dispatch::kLeaseDir, 0, dry_run);
+    if (!pruned) {
+      fmt::print(stderr, "ateam-sandbox gc: {}\n",
+                 dispatch::EscapeForTerminal(pruned.error().Render()));
+      failed = true;
+    } else if (*pruned > 0) {
+      fmt::print("{} {} released uid lease{} in {}\n", dry_run ? "would remove" : "removed",
+                 *pruned, *pruned == 1 ? "" : "s", dispatch::kLeaseDir);
+    }
   }
   auto stale = dispatch::RemoveStaleState(dry_run);
   for (const auto& path : stale.removed) {

@@ -17,6 +17,7 @@
 #include "base/safe_path.h"
 #include "dispatch/identity/host_ids.h"
 #include "dispatch/identity/subordinate.h"
+#include "dispatch/sys/at_file.h"
 #include "dispatch/sys/subordinate_env.h"
 
 namespace sbx::dispatch {
@@ -132,6 +133,13 @@ bool AnyPathExists(const std::vector<std::string>& paths) {
   return false;
 }
 
+// Whether `name` in `dir_fd` is still the file `opened` was stat'ed from.
+bool StillNamed(int dir_fd, const std::string& name, const struct stat& opened) {
+  struct stat now {};
+  return ::fstatat(dir_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+         now.st_dev == opened.st_dev && now.st_ino == opened.st_ino;
+}
+
 bool HostHasIds(uid_t uid, gid_t gid, const IdsInUse& running) {
   return running.uids.contains(uid) || running.gids.contains(gid) || PasswdHasUid(uid) ||
          GroupHasGid(gid);
@@ -191,6 +199,7 @@ base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::s
     return options.taken ? options.taken(uid, gid) : HostHasIds(uid, gid, running);
   };
   size_t held = 0;
+  int renamed_tries = 0;
   for (uint32_t step = 0; step < count; ++step) {
     const uint32_t i = (start + step) % count;
     const uid_t uid = options.range.first_uid + i;
@@ -216,6 +225,13 @@ base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::s
       if (errno != EWOULDBLOCK) return base::ErrnoError("Can't lock", path);
       ++held;
       continue;  // a run holds it
+    }
+    // `gc` removes a free lease file while it holds its lock: one opened before that and
+    // locked after is no longer the file at the name, where another run may make a new
+    // one. The id is tried again (a few times: a gc is not a loop).
+    if (!StillNamed(dir->get(), name, st)) {
+      if (++renamed_tries <= 3) --step;
+      continue;
     }
     // Locked: now the record can be trusted to stay as read.
     auto text = ReadAll(fd->get(), path);
@@ -271,6 +287,31 @@ base::Result<std::vector<LeaseInfo>> ListLeases(const std::string& dir, uid_t ow
   std::sort(leases.begin(), leases.end(),
             [](const LeaseInfo& a, const LeaseInfo& b) { return a.uid < b.uid; });
   return leases;
+}
+
+base::Result<size_t> PruneFreeLeases(const std::string& dir, uid_t owner, bool dry_run) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) return size_t{0};
+  auto fd = OpenLeaseDir(dir, owner, /*create=*/false);
+  if (!fd) return fd.error();
+  auto names = ListDirAt(fd->get());
+  if (!names) return names.error();
+  size_t removed = 0;
+  for (const auto& name : *names) {
+    if (!LeaseFileUid(name)) continue;
+    auto file = base::OpenBeneath(fd->get(), name, O_RDWR);
+    if (!file) continue;  // removed meanwhile
+    // Held while it is looked at and removed: a run that opened it before waits for the
+    // lock, then sees the name is no longer this file (Acquire) and tries the id anew.
+    if (::flock(file->get(), LOCK_EX | LOCK_NB) != 0) continue;  // a run holds it
+    auto text = ReadAll(file->get(), fmt::format("{}/{}", dir, name));
+    if (!text || AnyPathExists(ParseLeaseRecord(*text).paths)) continue;
+    if (!dry_run && ::unlinkat(fd->get(), name.c_str(), 0) != 0) {
+      return base::ErrnoError("Can't remove", fmt::format("{}/{}", dir, name));
+    }
+    ++removed;
+  }
+  return removed;
 }
 
 base::Result<LeaseOptions> HostLeaseOptions(uid_t overflow_uid, gid_t overflow_gid) {

@@ -91,6 +91,13 @@ class IdLease {
 // Every lease file of the directory (missing directory: none), checked as Acquire checks.
 base::Result<std::vector<LeaseInfo>> ListLeases(const std::string& dir, uid_t owner);
 
+// Removes every lease file no run holds and whose record names no path that exists (the
+// leases `run --rm`, `gc` or a removal by hand released), so that the directory holds the
+// leases in use and Acquire's look at it stays short. The number removed (or that would
+// be, with `dry_run`). Files are taken and removed under their lock; Acquire checks after
+// its lock that the name is still its file.
+base::Result<size_t> PruneFreeLeases(const std::string& dir, uid_t owner, bool dry_run);
+
 // The lease options for this host: the resolved range (id_range.h), kLeaseDir, the caller
 // as owner.
 base::Result<LeaseOptions> HostLeaseOptions(uid_t overflow_uid, gid_t overflow_gid);

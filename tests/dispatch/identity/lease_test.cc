@@ -179,6 +179,36 @@ TEST(IdLeaseTest, TheHostScanSkipsOurOwnIds) {
   EXPECT_EQ(LeaseFiles(s), 0U);
 }
 
+// `gc`'s pruning: the file of a released lease goes; a held one, and one whose path still
+// exists, stay; a pruned id is leased again from a fresh file.
+TEST(IdLeaseTest, PruningRemovesOnlyReleasedLeases) {
+  ScratchDir s;
+  auto options = TestOptions(s, 500000, 8);
+  ASSERT_EQ(::mkdir(s.Sub("kept").c_str(), 0700), 0);
+  auto held = IdLease::Acquire(options, "held", {});
+  ASSERT_TRUE(held) << held.error().Render();
+  ASSERT_TRUE(IdLease::Acquire(options, "kept", {s.Sub("kept")}));  // lock released, path there
+  ASSERT_TRUE(IdLease::Acquire(options, "gone", {s.Sub("gone")}));  // released, no path
+  ASSERT_EQ(LeaseFiles(s), 3U);
+  auto dry = PruneFreeLeases(options.dir, options.owner, /*dry_run=*/true);
+  ASSERT_TRUE(dry) << dry.error().Render();
+  EXPECT_EQ(*dry, 1U);
+  EXPECT_EQ(LeaseFiles(s), 3U) << "a dry run removes nothing";
+  auto pruned = PruneFreeLeases(options.dir, options.owner, /*dry_run=*/false);
+  ASSERT_TRUE(pruned) << pruned.error().Render();
+  EXPECT_EQ(*pruned, 1U);
+  EXPECT_EQ(LeaseFiles(s), 2U);
+  struct stat st {};
+  EXPECT_NE(::lstat(s.Sub("leases/500002").c_str(), &st), 0) << "the released lease's file";
+  auto again = IdLease::Acquire(options, "again", {});
+  ASSERT_TRUE(again) << again.error().Render();
+  EXPECT_NE(again->ids().uid, held->ids().uid);
+  EXPECT_NE(again->ids().uid, 500001U) << "the lease whose path exists";
+  auto missing = PruneFreeLeases(s.Sub("none"), options.owner, false);
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(*missing, 0U);
+}
+
 TEST(IdLeaseTest, ATamperedDirectoryIsRefusedWithNothingCreated) {
   auto expect_refused = [](const ScratchDir& s, const LeaseOptions& options, const char* what) {
     auto a = IdLease::Acquire(options, "a", {});
