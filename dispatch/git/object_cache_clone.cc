@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/safe_path.h"
+#include "dispatch/git/borrowing_clone.h"
 #include "dispatch/git/clone_checkout.h"
 #include "dispatch/git/host_git.h"
 #include "dispatch/git/object_cache.h"
@@ -206,14 +207,19 @@ std::optional<std::string> ReadBack(int fd, size_t limit) {
 // dispatch's user (upload-pack reads the source, as for the fetch), with the cache as git's
 // repository so that no other repository's configuration is read. A listing git could not
 // make is "no": the fetch then says what is wrong.
+// The refs and HEAD the checked cache recorded (nullopt when they can't be read as such).
+std::optional<CacheRefs> RecordedRefs(const CacheRoot& root, const CacheKey& key) {
+  auto cache_fd = OpenDirBeneath(root.fd.get(), key.name);
+  if (!cache_fd) return std::nullopt;
+  auto packed = ReadFileAt(cache_fd->get(), "packed-refs", 64 << 20);
+  auto head = ReadFileAt(cache_fd->get(), "HEAD", 4096);
+  return packed && head ? ParseCacheRefs(*packed, *head) : std::nullopt;
+}
+
 base::Result<bool> CacheHasSource(const CacheRoot& root, const CacheKey& key,
                                   const std::string& cache, int ws_fd, const RunAsIds& ids,
                                   const Stop& stop) {
-  auto cache_fd = OpenDirBeneath(root.fd.get(), key.name);
-  if (!cache_fd) return cache_fd.error();
-  auto packed = ReadFileAt(cache_fd->get(), "packed-refs", 64 << 20);
-  auto head = ReadFileAt(cache_fd->get(), "HEAD", 4096);
-  auto recorded = packed && head ? ParseCacheRefs(*packed, *head) : std::nullopt;
+  auto recorded = RecordedRefs(root, key);
   if (!recorded) return false;
   base::UniqueFd listing(::memfd_create("ateam-ls-remote", MFD_CLOEXEC));
   if (!listing) return base::ErrnoError("Can't make a memfd for", "the source's refs");
@@ -238,12 +244,27 @@ base::Result<std::string> Install(const CacheRoot& root, const CacheKey& key,
                           fetched.refs);
 }
 
-// Step 4: the workspace as `git clone --shared CACHE`, as the dispatch's user.
-base::Status CloneShared(const std::string& source, const CacheKey& key, const std::string& cache,
-                         int ws_fd, const RunAsIds& ids, const Stop& stop) {
+// Step 4: the workspace as a clone borrowing from the cache, as the dispatch's user: written
+// from the refs the cache recorded (borrowing_clone.h), or by `git clone --shared CACHE`
+// when they are not SHA-1.
+base::Status CloneShared(const std::string& source, const CacheRoot& root, const CacheKey& key,
+                         const std::string& cache, int ws_fd, const RunAsIds& ids,
+                         const Stop& stop) {
   HostGitOptions options;
   options.safe_directories = SafeDirectories(key, cache);
   options.stop_fd = stop.fd;
+  auto refs = RecordedRefs(root, key);
+  if (refs && RenderBorrowingGitDir(*refs)) {
+    HostGitRun run;
+    auto written = WriteBorrowingClone(cache, *refs, ws_fd, ids, options, &run.stopped_by);
+    if (run.stopped_by != 0) return Interrupted(run, stop);
+    if (!written) {
+      return base::Error::Message(
+          fmt::format("--repo {}: the clone from the object cache failed: {}", source,
+                      written.error().Render()));
+    }
+    return {};
+  }
   // No template: its sample hooks are removed again by the git guard (ResetClonedGitDir),
   // and every file made and removed here slows the checkout's files that come next.
   auto cloned = RunHostGit(
@@ -358,7 +379,7 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
   }
   // Shared from now on: dispatches of one source check out side by side.
   if (auto st = ShareCacheLock(lock->get()); !st) return st.error();
-  auto cloned = CloneShared(source, *key, *cache, ws_fd, ids, stop);
+  auto cloned = CloneShared(source, *root, *key, *cache, ws_fd, ids, stop);
   // A cache that passed its checks and still failed the clone is made anew when no other
   // dispatch borrows from it now; otherwise only moved aside, for the next one to make.
   if (!cloned && had_cache && !stopped()) {
@@ -370,7 +391,7 @@ base::Result<BorrowedStore> CloneFromObjectCache(const std::string& source,
     cache = anew();
     if (!cache) return cache.error();
     if (auto st = ShareCacheLock(lock->get()); !st) return st.error();
-    cloned = CloneShared(source, *key, *cache, ws_fd, ids, stop);
+    cloned = CloneShared(source, *root, *key, *cache, ws_fd, ids, stop);
   }
   if (!cloned) return cloned.error();
   return BorrowedStore{.cache = *cache, .lock = std::move(*lock)};

@@ -3,18 +3,19 @@
 //
 // The steps, with the cache's lock held exclusively until the cache is up to date:
 //   1. the cache is checked (a bad one is moved aside and made anew);
-//   2. with a cache, the dispatch's user lists SRC's refs (`git ls-remote`); when the cache
-//      recorded the same ones (object_cache_current.h) nothing is fetched and step 3 is
-//      skipped. Otherwise the dispatch's user fetches SRC into a scratch bare repository of
+//   2. with a cache, the dispatch's user stamps SRC's refs (source_stamp.h); when the
+//      cache recorded that stamp, or else when the refs `git ls-remote` lists are the ones
+//      the cache recorded (object_cache_current.h), nothing is fetched and step 3 is
+//      skipped (the stamp is recorded for the next dispatch). Otherwise the dispatch's user fetches SRC into a scratch bare repository of
 //      its own (`git clone --bare --no-local`, with the cache as --reference when there is
 //      one, so only what is new is fetched). Git runs with the configuration of
 //      host_git.h: no system or global file, no hooks, no network transport;
 //   3. the caller copies the scratch's new pack files, refs and HEAD into the cache
 //      (InstallIntoCache) and removes the scratch;
 //   4. the lock is shared from then on, for the dispatch's whole life (`gc` leaves the
-//      cache alone), and the dispatch's user makes the workspace with
-//      `git clone --shared CACHE`: its objects/info/alternates names the cache's objects,
-//      which the sandbox binds read-only at the same path.
+//      cache alone), and the dispatch's user makes the workspace as
+//      `git clone --shared CACHE` would (borrowing_clone.h): its objects/info/alternates
+//      names the cache's objects, which the sandbox binds read-only at the same path.
 // When the fetch or the workspace's clone fails on a cache that passed its checks, the
 // cache is made anew once from the source alone: only a failure that remains is reported.
 #pragma once

@@ -298,6 +298,33 @@ TEST_F(ObjectCacheTest, AnUnchangedSourceIsKnownByItsStampWithoutGit) {
   EXPECT_TRUE(notices.empty()) << ::testing::PrintToString(notices);
 }
 
+// The workspace written from the cache's refs (borrowing_clone.h) is what git clone makes:
+// a clean checkout, origin's branches and HEAD, the tags; a detached source stays detached.
+TEST_F(ObjectCacheTest, TheWrittenCloneIsWhatGitCloneMakes) {
+  std::vector<std::string> notices;
+  ASSERT_EQ(Sh("cd " + repo_ + " && git branch feature/x HEAD~1"), 0);
+  auto made = Clone("w1", &notices);
+  ASSERT_TRUE(made) << made.error().Render();
+  made->lock.reset();
+  const std::string ws = dir_.Sub("w1/workspace");
+  EXPECT_EQ(Git(ws, "status --porcelain"), "");
+  EXPECT_EQ(Git(ws, "symbolic-ref HEAD"), "refs/heads/main");
+  EXPECT_EQ(Git(ws, "symbolic-ref refs/remotes/origin/HEAD"), "refs/remotes/origin/main");
+  EXPECT_EQ(Git(ws, "for-each-ref --format='%(refname)'"),
+            "refs/heads/main\nrefs/remotes/origin/HEAD\nrefs/remotes/origin/feature/x\n"
+            "refs/remotes/origin/main\nrefs/tags/v1");
+  EXPECT_EQ(Git(ws, "fsck --no-progress --connectivity-only"), "");
+  EXPECT_EQ(Output("cat " + ws + "/f"), "two");
+  ASSERT_EQ(Sh("cd " + repo_ + " && git checkout -q --detach HEAD~1"), 0);
+  auto detached = Clone("w2", &notices);
+  ASSERT_TRUE(detached) << detached.error().Render();
+  const std::string ws2 = dir_.Sub("w2/workspace");
+  EXPECT_EQ(Git(ws2, "rev-parse HEAD"), Git(repo_, "rev-parse HEAD"));
+  EXPECT_EQ(Output("cat " + ws2 + "/f"), "one");
+  EXPECT_EQ(Git(ws2, "status --porcelain"), "");
+  EXPECT_TRUE(notices.empty()) << ::testing::PrintToString(notices);
+}
+
 TEST_F(ObjectCacheTest, ACacheThatFailsItsCheckIsMadeAnew) {
   std::vector<std::string> notices;
   auto first = Clone("b1", &notices);
