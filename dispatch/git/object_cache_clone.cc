@@ -202,11 +202,6 @@ std::optional<std::string> ReadBack(int fd, size_t limit) {
   }
 }
 
-// Step 2's shortcut (object_cache_current.h): whether the checked cache `cache` already has
-// what the source shows now. The source's refs are listed by `git ls-remote` as the
-// dispatch's user (upload-pack reads the source, as for the fetch), with the cache as git's
-// repository so that no other repository's configuration is read. A listing git could not
-// make is "no": the fetch then says what is wrong.
 // The refs and HEAD the checked cache recorded (nullopt when they can't be read as such).
 std::optional<CacheRefs> RecordedRefs(const CacheRoot& root, const CacheKey& key) {
   auto cache_fd = OpenDirBeneath(root.fd.get(), key.name);
@@ -216,6 +211,11 @@ std::optional<CacheRefs> RecordedRefs(const CacheRoot& root, const CacheKey& key
   return packed && head ? ParseCacheRefs(*packed, *head) : std::nullopt;
 }
 
+// Step 2's shortcut (object_cache_current.h): whether the checked cache `cache` already has
+// what the source shows now. The source's refs are listed by `git ls-remote` as the
+// dispatch's user (upload-pack reads the source, as for the fetch), with the cache as git's
+// repository so that no other repository's configuration is read. A listing git could not
+// make is "no": the fetch then says what is wrong.
 base::Result<bool> CacheHasSource(const CacheRoot& root, const CacheKey& key,
                                   const std::string& cache, int ws_fd, const RunAsIds& ids,
                                   const Stop& stop) {
