@@ -6,10 +6,11 @@
 //   2. with a cache, the dispatch's user stamps SRC's refs (source_stamp.h); when the
 //      cache recorded that stamp, or else when the refs `git ls-remote` lists are the ones
 //      the cache recorded (object_cache_current.h), nothing is fetched and step 3 is
-//      skipped (the stamp is recorded for the next dispatch). Otherwise the dispatch's user fetches SRC into a scratch bare repository of
-//      its own (`git clone --bare --no-local`, with the cache as --reference when there is
-//      one, so only what is new is fetched). Git runs with the configuration of
-//      host_git.h: no system or global file, no hooks, no network transport;
+//      skipped (the stamp is recorded for the next dispatch). Otherwise the dispatch's
+//      user fetches SRC into a scratch bare repository of its own (`git clone --bare
+//      --no-local`, with the cache as --reference when there is one, so only what is new
+//      is fetched). Git runs with the configuration of host_git.h: no system or global
+//      file, no hooks, no network transport;
 //   3. the caller copies the scratch's new pack files, refs and HEAD into the cache
 //      (InstallIntoCache) and removes the scratch;
 //   4. the lock is shared from then on, for the dispatch's whole life (`gc` leaves the

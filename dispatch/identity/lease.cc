@@ -140,6 +140,38 @@ bool StillNamed(int dir_fd, const std::string& name, const struct stat& opened) 
          now.st_dev == opened.st_dev && now.st_ino == opened.st_ino;
 }
 
+enum class LeaseFile {
+  kFree,      // locked, its record names no path that exists: ours to take
+  kHeld,      // a run holds it, or a path of its record exists
+  kReplaced,  // removed by `gc` between our open and our lock: the name is free again
+};
+
+// Opens (creating it when missing), checks and locks the lease file `name`; `fd` holds it
+// when it is free.
+base::Result<LeaseFile> LockFreeLeaseFile(int dir_fd, const std::string& name,
+                                          const std::string& path, uid_t owner,
+                                          base::UniqueFd* fd) {
+  auto opened = base::OpenBeneath(dir_fd, name, O_RDWR | O_CREAT, 0600);
+  if (!opened) return opened.error();
+  struct stat st {};
+  if (::fstat(opened->get(), &st) != 0) return base::ErrnoError("Can't stat", path);
+  if (auto checked = CheckLeaseStat(st, owner, path); !checked) return checked.error();
+  if (::flock(opened->get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) return base::ErrnoError("Can't lock", path);
+    return LeaseFile::kHeld;  // a run holds it
+  }
+  // `gc` removes a free lease file while it holds its lock: one opened before that and
+  // locked after is no longer the file at the name, where another run may make a new one.
+  if (!StillNamed(dir_fd, name, st)) return LeaseFile::kReplaced;
+  // Locked: now the record can be trusted to stay as read.
+  auto text = ReadAll(opened->get(), path);
+  if (!text) return text.error();
+  // A finished dispatch whose files may still be there holds it too.
+  if (AnyPathExists(ParseLeaseRecord(*text).paths)) return LeaseFile::kHeld;
+  *fd = std::move(*opened);
+  return LeaseFile::kFree;
+}
+
 bool HostHasIds(uid_t uid, gid_t gid, const IdsInUse& running) {
   return running.uids.contains(uid) || running.gids.contains(gid) || PasswdHasUid(uid) ||
          GroupHasGid(gid);
@@ -199,7 +231,7 @@ base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::s
     return options.taken ? options.taken(uid, gid) : HostHasIds(uid, gid, running);
   };
   size_t held = 0;
-  int renamed_tries = 0;
+  int replaced_tries = 0;
   for (uint32_t step = 0; step < count; ++step) {
     const uint32_t i = (start + step) % count;
     const uid_t uid = options.range.first_uid + i;
@@ -216,33 +248,20 @@ base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::s
     struct stat there {};
     const bool exists = ::fstatat(dir->get(), name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0;
     if (!exists && taken(uid, gid)) continue;
-    auto fd = base::OpenBeneath(dir->get(), name, O_RDWR | O_CREAT, 0600);
-    if (!fd) return fd.error();
-    struct stat st {};
-    if (::fstat(fd->get(), &st) != 0) return base::ErrnoError("Can't stat", path);
-    if (auto checked = CheckLeaseStat(st, options.owner, path); !checked) return checked.error();
-    if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK) return base::ErrnoError("Can't lock", path);
+    base::UniqueFd fd;
+    auto state = LockFreeLeaseFile(dir->get(), name, path, options.owner, &fd);
+    if (!state) return state.error();
+    if (*state == LeaseFile::kHeld) {
       ++held;
-      continue;  // a run holds it
-    }
-    // `gc` removes a free lease file while it holds its lock: one opened before that and
-    // locked after is no longer the file at the name, where another run may make a new
-    // one. The id is tried again (a few times: a gc is not a loop).
-    if (!StillNamed(dir->get(), name, st)) {
-      if (++renamed_tries <= 3) --step;
       continue;
     }
-    // Locked: now the record can be trusted to stay as read.
-    auto text = ReadAll(fd->get(), path);
-    if (!text) return text.error();
-    if (AnyPathExists(ParseLeaseRecord(*text).paths)) {
-      ++held;
-      continue;  // a finished dispatch whose files may still be there
+    if (*state == LeaseFile::kReplaced) {
+      if (++replaced_tries <= 3) --step;  // the id again: a gc is not a loop
+      continue;
     }
     if (exists && taken(uid, gid)) continue;  // the lock goes with the fd
     IdLease lease;
-    lease.fd_ = std::move(*fd);
+    lease.fd_ = std::move(fd);
     lease.dispatch_id_ = dispatch_id;
     lease.shown_path_ = path;
     lease.ids_ = {uid, gid};
