@@ -51,7 +51,9 @@ class StampWriter {
   std::string Take() { return std::move(text_); }
 
  private:
-  [[nodiscard]] bool Racy(const struct timespec& t) const { return t.tv_sec > now_.tv_sec - kRacySeconds; }
+  [[nodiscard]] bool Racy(const struct timespec& t) const {
+    return t.tv_sec > now_.tv_sec - kRacySeconds;
+  }
 
   bool Line(const std::string& label, const struct stat& st) {
     if (++entries_ > kMaxStampEntries || Racy(st.st_mtim) || Racy(st.st_ctim)) return false;
