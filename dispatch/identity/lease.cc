@@ -146,12 +146,12 @@ enum class LeaseFile {
   kReplaced,  // removed by `gc` between our open and our lock: the name is free again
 };
 
-// Opens (creating it when missing), checks and locks the lease file `name`; `fd` holds it
-// when it is free.
+// Opens (with `create`, made when missing), checks and locks the lease file `name`; `fd`
+// holds it when it is free.
 base::Result<LeaseFile> LockFreeLeaseFile(int dir_fd, const std::string& name,
-                                          const std::string& path, uid_t owner,
+                                          const std::string& path, uid_t owner, bool create,
                                           base::UniqueFd* fd) {
-  auto opened = base::OpenBeneath(dir_fd, name, O_RDWR | O_CREAT, 0600);
+  auto opened = base::OpenBeneath(dir_fd, name, create ? O_RDWR | O_CREAT : O_RDWR, 0600);
   if (!opened) return opened.error();
   struct stat st {};
   if (::fstat(opened->get(), &st) != 0) return base::ErrnoError("Can't stat", path);
@@ -249,7 +249,7 @@ base::Result<IdLease> IdLease::Acquire(const LeaseOptions& options, const std::s
     const bool exists = ::fstatat(dir->get(), name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0;
     if (!exists && taken(uid, gid)) continue;
     base::UniqueFd fd;
-    auto state = LockFreeLeaseFile(dir->get(), name, path, options.owner, &fd);
+    auto state = LockFreeLeaseFile(dir->get(), name, path, options.owner, /*create=*/true, &fd);
     if (!state) return state.error();
     if (*state == LeaseFile::kHeld) {
       ++held;
@@ -318,13 +318,13 @@ base::Result<size_t> PruneFreeLeases(const std::string& dir, uid_t owner, bool d
   size_t removed = 0;
   for (const auto& name : *names) {
     if (!LeaseFileUid(name)) continue;
-    auto file = base::OpenBeneath(fd->get(), name, O_RDWR);
-    if (!file) continue;  // removed meanwhile
-    // Held while it is looked at and removed: a run that opened it before waits for the
-    // lock, then sees the name is no longer this file (Acquire) and tries the id anew.
-    if (::flock(file->get(), LOCK_EX | LOCK_NB) != 0) continue;  // a run holds it
-    auto text = ReadAll(file->get(), fmt::format("{}/{}", dir, name));
-    if (!text || AnyPathExists(ParseLeaseRecord(*text).paths)) continue;
+    // Locked while it is looked at and removed, as Acquire takes it: a run that opened it
+    // before finds, once it has the lock, that the name is no longer this file, and so
+    // does another gc; a file removed meanwhile, or held, is passed over.
+    base::UniqueFd file;
+    auto state = LockFreeLeaseFile(fd->get(), name, fmt::format("{}/{}", dir, name), owner,
+                                   /*create=*/false, &file);
+    if (!state || *state != LeaseFile::kFree) continue;
     if (!dry_run && ::unlinkat(fd->get(), name.c_str(), 0) != 0) {
       return base::ErrnoError("Can't remove", fmt::format("{}/{}", dir, name));
     }
