@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "base/unique_fd.h"
+#include "dispatch/sys/at_file.h"
 #include "dispatch/sys/run_as_child.h"
 
 namespace sbx::dispatch {
@@ -30,15 +30,7 @@ constexpr const char* kInitialConfig =
 bool PutNew(int dir_fd, const char* name, const std::string& text) {
   base::UniqueFd fd(
       ::openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd) return false;
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
+  return fd && WriteAllTo(fd.get(), text) == 0;
 }
 
 // In the child: the directories, each made anew and opened without following a link.
@@ -104,17 +96,15 @@ std::optional<BorrowingGitDir> RenderBorrowingGitDir(const CacheRefs& refs) {
   return dir;
 }
 
-base::Status WriteBorrowingClone(const std::string& cache, const CacheRefs& refs, int ws_fd,
+base::Status WriteBorrowingClone(const std::string& cache, const BorrowingGitDir& files, int ws_fd,
                                  const RunAsIds& ids, const HostGitOptions& git_options,
                                  int* stopped_by) {
-  auto files = RenderBorrowingGitDir(refs);
-  if (!files) return base::Error::Message("the cache's refs are not SHA-1");
-  auto written = RunInChildAs(ids, [&] { return WriteGitDir(ws_fd, cache, *files); });
+  auto written = RunInChildAs(ids, [&] { return WriteGitDir(ws_fd, cache, files); });
   if (!written) return written.error();
   if (!WIFEXITED(*written) || WEXITSTATUS(*written) != 0) {
     return base::Error::Message("can't write the clone's git directory");
   }
-  if (!files->checkout) return {};
+  if (!files.checkout) return {};
   auto checkout = RunHostGit(ids, ws_fd, {"read-tree", "-u", "--reset", "HEAD"}, git_options);
   if (!checkout) return checkout.error();
   *stopped_by = checkout->stopped_by;

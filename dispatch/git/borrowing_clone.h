@@ -32,10 +32,10 @@ struct BorrowingGitDir {
 };
 std::optional<BorrowingGitDir> RenderBorrowingGitDir(const CacheRefs& refs);
 
-// Writes the clone of `cache` (its path; its refs `refs`) into the empty workspace
-// `ws_fd` as `ids`, then checks it out. `stop_fd` as for RunHostGit. An error is one line;
-// a stop is HostGitRun::stopped_by in `stopped_by`.
-base::Status WriteBorrowingClone(const std::string& cache, const CacheRefs& refs, int ws_fd,
+// Writes the clone of `cache` (its path; `files` rendered from its refs) into the empty
+// workspace `ws_fd` as `ids`, then checks it out. `stop_fd` as for RunHostGit. An error is
+// one line; a stop is HostGitRun::stopped_by in `stopped_by`.
+base::Status WriteBorrowingClone(const std::string& cache, const BorrowingGitDir& files, int ws_fd,
                                  const RunAsIds& ids, const HostGitOptions& git_options,
                                  int* stopped_by);
 

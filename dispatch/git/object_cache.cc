@@ -47,12 +47,8 @@ base::Result<struct stat> PutFileWith(int dirfd, const std::string& name, mode_t
 
 base::Status PutFile(int dirfd, const std::string& name, const std::string& content, mode_t mode) {
   auto made = PutFileWith(dirfd, name, mode, [&](int fd) -> base::Status {
-    size_t done = 0;
-    while (done < content.size()) {
-      ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return base::ErrnoError("Can't write in the object cache", name);
-      done += static_cast<size_t>(n);
+    if (int err = WriteAllTo(fd, content); err != 0) {
+      return base::Error(err, "Can't write in the object cache", name);
     }
     return {};
   });

@@ -188,20 +188,6 @@ base::Result<Fetched> FetchSource(const std::string& source, const CacheRoot& ro
   return Fetched{.scratch = std::move(*scratch), .refs = std::move(*refs)};
 }
 
-// The text git wrote into the memfd `fd`, or nullopt past `limit` bytes.
-std::optional<std::string> ReadBack(int fd, size_t limit) {
-  std::string text;
-  char buf[8192];
-  for (off_t at = 0;;) {
-    ssize_t n = ::pread(fd, buf, sizeof(buf), at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || text.size() + static_cast<size_t>(n) > limit) return std::nullopt;
-    if (n == 0) return text;
-    text.append(buf, static_cast<size_t>(n));
-    at += n;
-  }
-}
-
 // The refs and HEAD the checked cache recorded (nullopt when they can't be read as such).
 std::optional<CacheRefs> RecordedRefs(const CacheRoot& root, const CacheKey& key) {
   auto cache_fd = OpenDirBeneath(root.fd.get(), key.name);
@@ -232,7 +218,7 @@ base::Result<bool> CacheHasSource(const CacheRoot& root, const CacheKey& key,
   if (!listed) return listed.error();
   if (listed->stopped_by != 0) return Interrupted(*listed, stop);
   if (listed->exit_code != 0) return false;
-  auto text = ReadBack(listing.get(), 64 << 20);
+  auto text = ReadAllFrom(listing.get(), 64 << 20);
   auto shown = text ? ParseRemoteListing(*text) : std::nullopt;
   return shown && SameRefs(*shown, *recorded);
 }
@@ -254,9 +240,9 @@ base::Status CloneShared(const std::string& source, const CacheRoot& root, const
   options.safe_directories = SafeDirectories(key, cache);
   options.stop_fd = stop.fd;
   auto refs = RecordedRefs(root, key);
-  if (refs && RenderBorrowingGitDir(*refs)) {
+  if (auto files = refs ? RenderBorrowingGitDir(*refs) : std::nullopt) {
     HostGitRun run;
-    auto written = WriteBorrowingClone(cache, *refs, ws_fd, ids, options, &run.stopped_by);
+    auto written = WriteBorrowingClone(cache, *files, ws_fd, ids, options, &run.stopped_by);
     if (run.stopped_by != 0) return Interrupted(run, stop);
     if (!written) {
       return base::Error::Message(

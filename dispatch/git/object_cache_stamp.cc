@@ -7,6 +7,7 @@
 #include "base/unique_fd.h"
 #include "dispatch/git/object_cache.h"
 #include "dispatch/git/object_cache_manifest.h"
+#include "dispatch/git/source_stamp.h"
 #include "dispatch/sys/at_file.h"
 
 namespace sbx::dispatch {
@@ -14,7 +15,7 @@ namespace sbx::dispatch {
 std::string ReadCacheStamp(const CacheRoot& root, const std::string& name) {
   auto dir = OpenDirBeneath(root.fd.get(), name);
   if (!dir) return "";
-  auto text = ReadFileAt(dir->get(), kCacheStampName, 4 << 20);
+  auto text = ReadFileAt(dir->get(), kCacheStampName, kMaxStampBytes);
   return text ? *text : "";
 }
 
@@ -28,12 +29,8 @@ base::Status WriteCacheStamp(const CacheRoot& root, const std::string& name,
   base::UniqueFd fd(::openat(dir->get(), kCacheStampName,
                              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return base::ErrnoError("Can't create in the object cache", kCacheStampName);
-  size_t done = 0;
-  while (done < stamp.size()) {
-    ssize_t n = ::write(fd.get(), stamp.data() + done, stamp.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return base::ErrnoError("Can't write in the object cache", kCacheStampName);
-    done += static_cast<size_t>(n);
+  if (int err = WriteAllTo(fd.get(), stamp); err != 0) {
+    return base::Error(err, "Can't write in the object cache", kCacheStampName);
   }
   if (::fchmod(fd.get(), CacheFileMode(root)) != 0) {
     return base::ErrnoError("Can't chmod in the object cache", kCacheStampName);

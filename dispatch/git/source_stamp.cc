@@ -24,17 +24,19 @@ class StampWriter {
  public:
   explicit StampWriter(const struct timespec& now) : now_(now) {}
 
-  // One line for `label`: its stat, or "-" when it is not there. False when it can't be
-  // trusted (changed too recently, unreadable, too many entries).
-  bool Add(const std::string& label, int dir_fd, const std::string& name) {
+  // One line for `label` (`name` in `dir_fd`): its stat, then the entries below it when it
+  // is a directory; "-" for one that is not there, when `missing_ok`. False when it can't
+  // be trusted (changed too recently, unreadable, too many entries, too deep).
+  bool Add(const std::string& label, int dir_fd, const std::string& name, bool missing_ok = true,
+           int depth = 0) {
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno != ENOENT) return false;
+      if (errno != ENOENT || !missing_ok) return false;
       text_ += label + " -\n";
       return true;
     }
     if (!Line(label, st)) return false;
-    return !S_ISDIR(st.st_mode) || AddBelow(label, dir_fd, name, 0);
+    return !S_ISDIR(st.st_mode) || AddBelow(label, dir_fd, name, depth);
   }
 
   // The work tree's .git: a `gitdir:` file is stamped like the rest; a directory by its
@@ -67,14 +69,12 @@ class StampWriter {
     if (depth > kMaxDepth) return false;
     auto dir = OpenDirAt(parent_fd, name);
     if (!dir) return false;
-    auto entries = ListDirTypedAt(dir->get());
-    if (!entries) return false;
-    for (const auto& entry : *entries) {
-      const std::string sub = label + "/" + entry.name;
-      struct stat st {};
-      if (::fstatat(dir->get(), entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
-      if (!Line(sub, st)) return false;
-      if (S_ISDIR(st.st_mode) && !AddBelow(sub, dir->get(), entry.name, depth + 1)) return false;
+    auto names = ListDirAt(dir->get());
+    if (!names) return false;
+    for (const auto& entry : *names) {
+      std::string sub = label;
+      sub.append("/").append(entry);
+      if (!Add(sub, dir->get(), entry, /*missing_ok=*/false, depth + 1)) return false;
     }
     return true;
   }
@@ -123,29 +123,10 @@ std::optional<std::string> ReadSourceStamp(const std::string& source, const RunA
   if (::clock_gettime(CLOCK_REALTIME, &now) != 0) return std::nullopt;
   auto status = RunInChildAs(ids, [&]() -> int {
     auto stamp = SourceStampNow(source, now);
-    if (!stamp) return 1;
-    size_t done = 0;
-    while (done < stamp->size()) {
-      ssize_t n = ::write(memfd.get(), stamp->data() + done, stamp->size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return 1;
-      done += static_cast<size_t>(n);
-    }
-    return 0;
+    return stamp && WriteAllTo(memfd.get(), *stamp) == 0 ? 0 : 1;
   });
   if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) return std::nullopt;
-  std::string stamp;
-  char buf[8192];
-  off_t at = 0;
-  for (;;) {
-    ssize_t n = ::pread(memfd.get(), buf, sizeof buf, at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::nullopt;
-    if (n == 0) break;
-    stamp.append(buf, static_cast<size_t>(n));
-    at += n;
-  }
-  return stamp;
+  return ReadAllFrom(memfd.get(), kMaxStampBytes);
 }
 
 }  // namespace sbx::dispatch

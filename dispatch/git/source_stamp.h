@@ -27,6 +27,9 @@ namespace sbx::dispatch {
 inline constexpr time_t kRacySeconds = 2;
 // Past this many entries (a repository of loose refs by the ten thousand) no stamp is made.
 inline constexpr size_t kMaxStampEntries = 20000;
+// A stamp is compared with the one its cache recorded, which is read up to this size: a
+// larger one could never match, and is no stamp.
+inline constexpr size_t kMaxStampBytes = size_t{4} << 20;
 
 // The stamp of the local repository `source`, or nullopt (no git directory found, an entry
 // that can't be read, one changed too recently, too many).

@@ -164,6 +164,31 @@ base::Result<std::string> ReadFileAt(int dirfd, const std::string& name, size_t 
   return content;
 }
 
+int WriteAllTo(int fd, std::string_view text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+std::optional<std::string> ReadAllFrom(int fd, size_t limit) {
+  std::string text;
+  char buf[8192];
+  for (off_t at = 0;;) {
+    ssize_t n = ::pread(fd, buf, sizeof(buf), at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || text.size() + static_cast<size_t>(n) > limit) return std::nullopt;
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+    at += n;
+  }
+}
+
 base::Status WriteFileAt(int dirfd, const std::string& name, const std::string& content) {
   struct stat dir {};
   if (::fstat(dirfd, &dir) != 0) return base::ErrnoError("Can't stat the directory of", name);
@@ -178,12 +203,8 @@ base::Status WriteFileAt(int dirfd, const std::string& name, const std::string& 
       ::fchown(fd.get(), dir.st_uid, dir.st_gid) != 0) {
     return base::ErrnoError("Can't change the owner of", temp);
   }
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return base::ErrnoError("Can't write", temp);
-    done += static_cast<size_t>(n);
+  if (int err = WriteAllTo(fd.get(), content); err != 0) {
+    return base::Error(err, "Can't write", temp);
   }
   // A directory in the way (the agent's) cannot be renamed over: it goes first.
   if (auto st = StatAt(dirfd, name); st && S_ISDIR(st->st_mode)) {

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -25,6 +26,14 @@ std::optional<struct stat> StatAt(int dirfd, const std::string& name);
 // The content of the regular file `name` (ELOOP for a symlink, EINVAL for anything else
 // that is not a regular file, EFBIG past `limit` bytes).
 base::Result<std::string> ReadFileAt(int dirfd, const std::string& name, size_t limit = 1 << 20);
+
+// Writes all of `text` to `fd`, across short writes and EINTR: 0, or the errno (EIO for a
+// write that wrote nothing).
+int WriteAllTo(int fd, std::string_view text);
+
+// What the file `fd` holds from its start, read with pread (a memfd a child wrote into);
+// nullopt on a read error or past `limit` bytes.
+std::optional<std::string> ReadAllFrom(int fd, size_t limit);
 
 // Replaces `name` with a regular file holding `content` (mode 0644), atomically: written
 // beside it, then renamed over it. The new file belongs to the directory's owner.
